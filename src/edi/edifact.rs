@@ -1,0 +1,246 @@
+//! UN/EDIFACT envelopes: optional UNA service string advice, UNB/UNZ interchange, optional UNG/UNE
+//! groups, UNH/UNT messages. Without a UNA the ISO 9735 defaults apply (`:` `+` `.` `?` `'`).
+
+use super::syntax::{Charset, Delimiters, Segment, Segments};
+use super::{
+    Document, EdiError, Envelope, Interchange, PartyId, Standard, expect_count, expect_reference, invoice,
+    require_terminated, trailing_data,
+};
+
+const DEFAULTS: Delimiters =
+    Delimiters { segment: b'\'', element: b'+', component: b':', repetition: None, release: Some(b'?') };
+
+/// Length of `UNA` plus its six service characters.
+const UNA_LEN: usize = 9;
+
+pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiError> {
+    let body = &input[start..];
+    let (delimiters, decimal_mark, service_advice) = if body.starts_with(b"UNA") {
+        let una = body.get(..UNA_LEN).ok_or_else(|| EdiError {
+            message: "the UNA service string advice is truncated: it has six service characters".into(),
+            segment_position: None,
+            segment: Some("UNA".into()),
+            element: None,
+        })?;
+        let delimiters = Delimiters {
+            component: una[3],
+            element: una[4],
+            release: Some(una[6]).filter(|&r| r != b' '),
+            repetition: Some(una[7]).filter(|&r| r != b' '),
+            segment: una[8],
+        };
+        (delimiters, una[5], una)
+    } else {
+        (DEFAULTS, b'.', &[][..])
+    };
+    let mut segments: Vec<Segment<'_>> =
+        Segments::new(input, start + service_advice.len(), 1, delimiters).collect();
+    let unb = match segments.first() {
+        Some(first) if first.tag() == b"UNB" => *first,
+        _ => {
+            return Err(EdiError::unlocated(
+                "an EDIFACT interchange must start with UNB (after an optional UNA)",
+            ));
+        }
+    };
+    let charset = charset(unb.component(1, 1)).unwrap_or(Charset::Latin1);
+    let text = |n: usize, c: usize| -> Result<String, EdiError> {
+        let raw = super::syntax::unescape(unb.component(n, c), delimiters.release);
+        charset.decode(&raw).map(|s| s.trim().to_owned()).map_err(|_| {
+            unb.error(Some(unb.element_name(n)), "the UNB contains bytes outside its character set")
+        })
+    };
+    let envelope = Envelope {
+        standard: Standard::Edifact,
+        sender: PartyId { id: text(2, 1)?, qualifier: text(2, 2)? },
+        receiver: PartyId { id: text(3, 1)?, qualifier: text(3, 2)? },
+        control_number: text(5, 1)?,
+    };
+    if envelope.sender.id.is_empty() || envelope.control_number.is_empty() {
+        return Err(unb.error(
+            None,
+            "UNB sender (S002) and interchange control reference (0020) are required to identify the interchange",
+        ));
+    }
+    segments.shrink_to_fit();
+    Ok(Interchange { envelope, delimiters, charset, decimal_mark, service_advice, segments })
+}
+
+/// The character set named by the UNB syntax identifier (S001/0001).
+fn charset(syntax_identifier: &[u8]) -> Option<Charset> {
+    use encoding_rs::{
+        ISO_8859_2, ISO_8859_3, ISO_8859_4, ISO_8859_5, ISO_8859_6, ISO_8859_7, ISO_8859_8, UTF_8,
+    };
+    Some(match syntax_identifier {
+        b"UNOA" | b"UNOB" => Charset::Ascii,
+        b"UNOC" => Charset::Latin1,
+        b"UNOD" => Charset::Other(ISO_8859_2),
+        b"UNOE" => Charset::Other(ISO_8859_5),
+        b"UNOF" => Charset::Other(ISO_8859_7),
+        b"UNOG" => Charset::Other(ISO_8859_3),
+        b"UNOH" => Charset::Other(ISO_8859_4),
+        b"UNOI" => Charset::Other(ISO_8859_6),
+        b"UNOJ" => Charset::Other(ISO_8859_8),
+        b"UNOW" | b"UNOY" => Charset::Other(UTF_8),
+        _ => return None,
+    })
+}
+
+pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError> {
+    let segments = &ic.segments;
+    let unb = &segments[0];
+    if charset(unb.component(1, 1)).is_none() {
+        return Err(unb.error(
+            Some("UNB01".into()),
+            format!("unsupported syntax identifier {:?}", String::from_utf8_lossy(unb.component(1, 1))),
+        ));
+    }
+    let mut documents = Vec::new();
+    let (mut groups, mut ungrouped_messages) = (0, 0);
+    // (index of the open UNG, messages seen in it)
+    let mut group: Option<(usize, usize)> = None;
+    // index of the open UNH
+    let mut message: Option<usize> = None;
+    for (i, segment) in segments.iter().enumerate().skip(1) {
+        require_terminated(segment)?;
+        match segment.tag() {
+            b"UNB" => return Err(segment.error(None, "UNB inside an interchange: envelopes must not nest")),
+            b"UNG" => {
+                if group.is_some() || message.is_some() {
+                    return Err(segment.error(None, "UNG before the previous group or message was closed"));
+                }
+                if ungrouped_messages > 0 {
+                    return Err(
+                        segment.error(None, "an interchange has either groups or bare messages, not both")
+                    );
+                }
+                group = Some((i, 0));
+                groups += 1;
+            }
+            b"UNH" => {
+                if message.is_some() {
+                    return Err(segment.error(None, "UNH before the previous message's UNT"));
+                }
+                match group.as_mut() {
+                    Some((_, messages)) => *messages += 1,
+                    None if groups > 0 => {
+                        return Err(segment
+                            .error(None, "an interchange has either groups or bare messages, not both"));
+                    }
+                    None => ungrouped_messages += 1,
+                }
+                message = Some(i);
+            }
+            b"UNT" => {
+                let Some(unh) = message.take() else {
+                    return Err(segment.error(None, "UNT without a matching UNH"));
+                };
+                expect_count(segment, 1, "segments (UNH to UNT)", i - unh + 1)?;
+                expect_reference(segment, 2, segments[unh].element(1))?;
+                documents.push(document(ic, &segments[unh..=i])?);
+            }
+            b"UNE" => {
+                if let Some(unh) = message {
+                    return Err(
+                        segment.error(None, format!("UNE before the UNT of the UNH at segment {}", unh + 1))
+                    );
+                }
+                let Some((ung, messages)) = group.take() else {
+                    return Err(segment.error(None, "UNE without a matching UNG"));
+                };
+                expect_count(segment, 1, "messages", messages)?;
+                expect_reference(segment, 2, segments[ung].element(5))?;
+            }
+            b"UNZ" => {
+                if message.is_some() || group.is_some() {
+                    return Err(segment.error(None, "UNZ before the open message or group was closed"));
+                }
+                if groups > 0 {
+                    expect_count(segment, 1, "groups", groups)?;
+                } else {
+                    expect_count(segment, 1, "messages", ungrouped_messages)?;
+                }
+                expect_reference(segment, 2, unb.element(5))?;
+                trailing_data(segment, segments.get(i + 1))?;
+                return Ok(documents);
+            }
+            tag if message.is_none() => {
+                return Err(segment.error(
+                    None,
+                    format!("segment {} outside a message (UNH..UNT)", String::from_utf8_lossy(tag)),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let last = segments.last().unwrap_or(unb);
+    Err(last.error(None, "the interchange ends before its UNZ trailer"))
+}
+
+fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
+    let unh = &message[0];
+    let kind = ic.text(unh, unh.component(2, 1), 2)?;
+    let invoice = if kind == "INVOIC" { Some(invoice::from_invoic(ic, message)?) } else { None };
+    Ok(Document { control_number: ic.text(unh, unh.element(1), 1)?, kind, position: unh.position, invoice })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read;
+
+    const INVOIC: &str = "UNA:+.? 'UNB+UNOC:3+SENDER:14+RECEIVER:14+260317:1015+77'\
+UNH+1+INVOIC:D:96A:UN'BGM+380+INV-1+9'DTM+137:20260317:102'NAD+SU+S1::9++Caf\u{e9} ?+ Co'CUX+2:EUR:4'\
+LIN+1++P1:EN'QTY+47:2'MOA+203:10.00'PRI+AAA:5.00'UNS+S'MOA+77:10.00'UNT+12+1'UNZ+1+77'";
+
+    fn latin1(text: &str) -> Vec<u8> {
+        text.chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect()
+    }
+
+    #[test]
+    fn reads_una_unb_and_unescapes_names_in_the_declared_charset() {
+        let bytes = latin1(INVOIC);
+        let ic = read(&bytes).unwrap();
+        assert_eq!(ic.envelope.sender.id, "SENDER");
+        assert_eq!(ic.envelope.sender.qualifier, "14");
+        assert_eq!(ic.envelope.control_number, "77");
+        let docs = ic.documents().unwrap();
+        let invoice = docs[0].invoice.as_ref().unwrap();
+        assert_eq!(invoice.seller.as_ref().unwrap().name.as_deref(), Some("Café + Co"));
+        assert_eq!(invoice.total.to_string(), "10.00");
+    }
+
+    #[test]
+    fn groups_are_counted_in_unz() {
+        let grouped = INVOIC
+            .replace("UNH+1", "UNG+INVOIC+SENDER:14+RECEIVER:14+260317:1015+5+UN+D:96A'UNH+1")
+            .replace("UNZ+1+77'", "UNE+1+5'UNZ+1+77'");
+        let ic = read(&latin1(&grouped)).unwrap().documents().unwrap();
+        assert_eq!(ic.len(), 1);
+        let bad = grouped.replace("UNE+1+5", "UNE+1+6");
+        let err = read(&latin1(&bad)).unwrap().documents().unwrap_err();
+        assert_eq!(err.element.as_deref(), Some("UNE02"));
+    }
+
+    #[test]
+    fn envelope_errors_are_positioned() {
+        let cases = [
+            ("UNT+12+1", "UNT+11+1", 13, Some("UNT01")),
+            ("UNT+12+1", "UNT+12+2", 13, Some("UNT02")),
+            ("UNZ+1+77", "UNZ+2+77", 14, Some("UNZ01")),
+            ("UNZ+1+77", "UNZ+1+78", 14, Some("UNZ02")),
+            ("UNZ+1+77'", "", 13, None),
+        ];
+        for (from, to, position, element) in cases {
+            let err = read(&latin1(&INVOIC.replace(from, to))).unwrap().documents().unwrap_err();
+            assert_eq!(err.segment_position, Some(position), "{to}: {err:?}");
+            assert_eq!(err.element.as_deref(), element, "{to}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_charset_is_invalid_not_malformed() {
+        let bytes = latin1(&INVOIC.replace("UNOC", "UNOX"));
+        let ic = read(&bytes).unwrap();
+        assert_eq!(ic.documents().unwrap_err().element.as_deref(), Some("UNB01"));
+    }
+}

@@ -1,0 +1,381 @@
+//! Invoice mapping: an X12 810 transaction set or an EDIFACT INVOIC message becomes one [`Invoice`].
+//!
+//! Amounts are exact decimals. X12 TDS01 and SAC05 are N2 (two implied decimals); EDIFACT amounts use
+//! the decimal mark declared in the UNA. Parties and lines are read the way trading partners use these
+//! segments in practice; anything required for booking that is missing is a positioned error.
+
+use std::str::FromStr;
+
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::syntax::Segment;
+use super::{EdiError, Interchange};
+
+/// The accounting view of one invoice document.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Invoice {
+    /// BIG02 / BGM 1004.
+    #[schema(example = "INV-1042")]
+    pub number: String,
+    /// BIG01 / DTM 137.
+    pub issue_date: NaiveDate,
+    /// BIG04 / RFF+ON.
+    pub purchase_order: Option<String>,
+    /// ISO 4217 code: CUR02 (USD when an 810 has no CUR) / CUX.
+    #[schema(example = "USD")]
+    pub currency: String,
+    /// TDS01 / MOA 77 (or 86), as an exact decimal string.
+    #[schema(value_type = String, example = "8000.00")]
+    pub total: Decimal,
+    /// TXI02 / MOA 124.
+    #[schema(value_type = Option<String>, example = "13.78")]
+    pub tax_total: Option<Decimal>,
+    /// TXI03 / TAX rate (percent).
+    #[schema(value_type = Option<String>, example = "19")]
+    pub tax_rate: Option<Decimal>,
+    pub seller: Option<Party>,
+    pub buyer: Option<Party>,
+    pub lines: Vec<InvoiceLine>,
+    /// X12 SAC allowances and charges.
+    pub allowances_charges: Vec<AllowanceCharge>,
+}
+
+/// A trading party named in the invoice (N1 / NAD).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Party {
+    pub name: Option<String>,
+    /// N103 identification code qualifier / NAD code list agency.
+    pub qualifier: Option<String>,
+    pub id: Option<String>,
+}
+
+/// One invoice line (IT1 + PID / LIN + IMD + QTY + PRI + MOA 203).
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct InvoiceLine {
+    /// 1-based position of the line in the invoice.
+    pub number: u32,
+    #[schema(value_type = String, example = "500")]
+    pub quantity: Decimal,
+    pub unit: Option<String>,
+    #[schema(value_type = Option<String>, example = "12.50")]
+    pub unit_price: Option<Decimal>,
+    pub product_id: Option<String>,
+    pub description: Option<String>,
+    /// MOA 203, or quantity × unit price.
+    #[schema(value_type = String, example = "6250.00")]
+    pub amount: Decimal,
+}
+
+/// An X12 SAC allowance or charge at invoice level.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct AllowanceCharge {
+    /// `allowance` or `charge`.
+    pub kind: String,
+    /// SAC02 service, promotion, allowance or charge code.
+    pub code: Option<String>,
+    #[schema(value_type = String, example = "27.99")]
+    pub amount: Decimal,
+}
+
+/// Reads typed values out of one document's segments.
+struct Reader<'i, 'a> {
+    ic: &'i Interchange<'a>,
+}
+
+impl Reader<'_, '_> {
+    fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<Option<String>, EdiError> {
+        let text = self.ic.text(segment, raw, element)?;
+        Ok(Some(text).filter(|t| !t.is_empty()))
+    }
+
+    fn element(&self, segment: &Segment<'_>, n: usize) -> Result<Option<String>, EdiError> {
+        self.text(segment, segment.element(n), n)
+    }
+
+    fn component(&self, segment: &Segment<'_>, n: usize, c: usize) -> Result<Option<String>, EdiError> {
+        self.text(segment, segment.component(n, c), n)
+    }
+
+    fn required(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        what: &str,
+    ) -> Result<String, EdiError> {
+        value.ok_or_else(|| {
+            segment.error(
+                Some(segment.element_name(n)),
+                format!("{} ({what}) is required", segment.element_name(n)),
+            )
+        })
+    }
+
+    /// A decimal in the interchange's notation; `implied` decimals for X12 N-type elements.
+    fn decimal(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        implied: Option<u32>,
+    ) -> Result<Option<Decimal>, EdiError> {
+        let Some(text) = value else { return Ok(None) };
+        let invalid = || {
+            segment.error(
+                Some(segment.element_name(n)),
+                format!(
+                    "{} must be a {}number, found {text:?}",
+                    segment.element_name(n),
+                    if implied.is_some() { "whole " } else { "" }
+                ),
+            )
+        };
+        let normalized = if self.ic.decimal_mark == b'.' {
+            text.clone()
+        } else {
+            text.replace(char::from(self.ic.decimal_mark), ".")
+        };
+        let plain = normalized.strip_prefix('-').unwrap_or(&normalized);
+        let well_formed = !plain.is_empty()
+            && plain.bytes().all(|b| b.is_ascii_digit() || (b == b'.' && implied.is_none()))
+            && plain.bytes().filter(|&b| b == b'.').count() <= 1
+            && plain != ".";
+        if !well_formed {
+            return Err(invalid());
+        }
+        let mut value = Decimal::from_str(&normalized).map_err(|_| invalid())?;
+        if let Some(scale) = implied {
+            value.set_scale(scale).map_err(|_| invalid())?;
+        }
+        Ok(Some(value))
+    }
+
+    fn date(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+    ) -> Result<Option<NaiveDate>, EdiError> {
+        let Some(text) = value else { return Ok(None) };
+        text.get(..8).and_then(|day| NaiveDate::parse_from_str(day, "%Y%m%d").ok()).map(Some).ok_or_else(
+            || {
+                segment.error(
+                    Some(segment.element_name(n)),
+                    format!("{} must be a date CCYYMMDD, found {text:?}", segment.element_name(n)),
+                )
+            },
+        )
+    }
+}
+
+fn missing(header: &Segment<'_>, message: &str) -> EdiError {
+    header.error(None, message)
+}
+
+/// Maps an 810 transaction set (ST..SE inclusive).
+pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invoice, EdiError> {
+    let r = Reader { ic };
+    let st = &set[0];
+    let (mut number, mut issue_date, mut purchase_order, mut currency, mut total) =
+        (None, None, None, None, None);
+    let (mut tax_total, mut tax_rate) = (None, None);
+    let (mut seller, mut remit_to, mut buyer, mut bill_to) = (None, None, None, None);
+    let mut lines: Vec<InvoiceLine> = Vec::new();
+    let mut allowances_charges = Vec::new();
+    for segment in &set[1..set.len() - 1] {
+        let s = segment;
+        match s.tag() {
+            b"BIG" => {
+                issue_date = r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1)?;
+                number = Some(r.required(s, r.element(s, 2)?, 2, "invoice number")?);
+                purchase_order = r.element(s, 4)?;
+            }
+            b"CUR" => currency = r.element(s, 2)?,
+            b"N1" => {
+                let party =
+                    Party { name: r.element(s, 2)?, qualifier: r.element(s, 3)?, id: r.element(s, 4)? };
+                match s.element(1) {
+                    b"SE" => seller = Some(party),
+                    b"RE" => remit_to = Some(party),
+                    b"BY" => buyer = Some(party),
+                    b"BT" => bill_to = Some(party),
+                    _ => {}
+                }
+            }
+            b"IT1" => {
+                let quantity =
+                    r.decimal(s, Some(r.required(s, r.element(s, 2)?, 2, "quantity invoiced")?), 2, None)?;
+                let unit_price =
+                    r.decimal(s, Some(r.required(s, r.element(s, 4)?, 4, "unit price")?), 4, None)?;
+                let (quantity, unit_price) = (quantity.unwrap_or_default(), unit_price.unwrap_or_default());
+                lines.push(InvoiceLine {
+                    number: line_number(&lines),
+                    quantity,
+                    unit: r.element(s, 3)?,
+                    unit_price: Some(unit_price),
+                    product_id: r.element(s, 7)?,
+                    description: None,
+                    amount: quantity * unit_price,
+                });
+            }
+            b"PID" => {
+                if let Some(line) = lines.last_mut().filter(|line| line.description.is_none()) {
+                    line.description = r.element(s, 5)?;
+                }
+            }
+            b"TDS" => {
+                total = r.decimal(
+                    s,
+                    Some(r.required(s, r.element(s, 1)?, 1, "total invoice amount")?),
+                    1,
+                    Some(2),
+                )?
+            }
+            b"TXI" => {
+                tax_total = r.decimal(s, r.element(s, 2)?, 2, None)?.or(tax_total);
+                tax_rate = r.decimal(s, r.element(s, 3)?, 3, None)?.or(tax_rate);
+            }
+            b"SAC" => {
+                let kind = match s.element(1) {
+                    b"A" => "allowance",
+                    b"C" => "charge",
+                    _ => continue,
+                };
+                if let Some(amount) = r.decimal(s, r.element(s, 5)?, 5, Some(2))? {
+                    allowances_charges.push(AllowanceCharge {
+                        kind: kind.to_owned(),
+                        code: r.element(s, 2)?,
+                        amount,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Invoice {
+        number: number.ok_or_else(|| missing(st, "the 810 has no BIG segment (invoice number and date)"))?,
+        issue_date: issue_date
+            .ok_or_else(|| missing(st, "the 810 has no BIG segment (invoice number and date)"))?,
+        purchase_order,
+        currency: currency.unwrap_or_else(|| "USD".to_owned()),
+        total: total.ok_or_else(|| missing(st, "the 810 has no TDS segment (total invoice amount)"))?,
+        tax_total,
+        tax_rate,
+        seller: seller.or(remit_to),
+        buyer: buyer.or(bill_to),
+        lines,
+        allowances_charges,
+    })
+}
+
+/// Maps an INVOIC message (UNH..UNT inclusive).
+pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Invoice, EdiError> {
+    let r = Reader { ic };
+    let unh = &message[0];
+    let (mut number, mut issue_date, mut purchase_order, mut currency) = (None, None, None, None);
+    let (mut invoice_amount, mut message_total, mut tax_total, mut tax_rate) = (None, None, None, None);
+    let (mut seller, mut invoicer, mut buyer, mut invoicee) = (None, None, None, None);
+    let mut lines: Vec<InvoiceLine> = Vec::new();
+    let mut summary = false;
+    for segment in &message[1..message.len() - 1] {
+        let s = segment;
+        match s.tag() {
+            b"BGM" => number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?),
+            b"DTM" if s.component(1, 1) == b"137" => {
+                issue_date = r.date(s, Some(r.required(s, r.component(s, 1, 2)?, 1, "document date")?), 1)?;
+            }
+            b"RFF" if s.component(1, 1) == b"ON" => purchase_order = r.component(s, 1, 2)?,
+            b"CUX" => currency = r.component(s, 1, 2)?,
+            b"NAD" => {
+                let name_element = if s.element(4).is_empty() { 3 } else { 4 };
+                let name_parts =
+                    (1..=5).map(|c| r.component(s, name_element, c)).collect::<Result<Vec<_>, _>>()?;
+                let name = Some(name_parts.into_iter().flatten().collect::<Vec<_>>().join(" "))
+                    .filter(|n| !n.is_empty());
+                let party = Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? };
+                match s.element(1) {
+                    b"SU" => seller = Some(party),
+                    b"II" => invoicer = Some(party),
+                    b"BY" => buyer = Some(party),
+                    b"IV" => invoicee = Some(party),
+                    _ => {}
+                }
+            }
+            b"LIN" => lines.push(InvoiceLine {
+                number: line_number(&lines),
+                quantity: Decimal::ZERO,
+                unit: None,
+                unit_price: None,
+                product_id: r.component(s, 3, 1)?,
+                description: None,
+                amount: Decimal::ZERO,
+            }),
+            b"IMD" if !summary => {
+                if let Some(line) = lines.last_mut().filter(|line| line.description.is_none()) {
+                    line.description = r.component(s, 3, 4)?;
+                }
+            }
+            b"QTY" if !summary && s.component(1, 1) == b"47" => {
+                if let Some(line) = lines.last_mut() {
+                    line.quantity = r.decimal(s, r.component(s, 1, 2)?, 1, None)?.unwrap_or_default();
+                    line.unit = r.component(s, 1, 3)?;
+                }
+            }
+            b"PRI" if !summary && matches!(s.component(1, 1), b"AAA" | b"AAB") => {
+                if let Some(line) = lines.last_mut().filter(|line| line.unit_price.is_none()) {
+                    line.unit_price = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                }
+            }
+            b"MOA" => {
+                let amount = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                if currency.is_none() {
+                    currency = r.component(s, 1, 3)?;
+                }
+                match (summary, s.component(1, 1)) {
+                    (false, b"203") => {
+                        if let Some(line) = lines.last_mut() {
+                            line.amount = amount.unwrap_or_default();
+                        }
+                    }
+                    (true, b"77") => invoice_amount = amount,
+                    (true, b"86") => message_total = amount,
+                    (true, b"124") => tax_total = amount,
+                    _ => {}
+                }
+            }
+            b"TAX" if s.component(1, 1) == b"7" => {
+                tax_rate = r.decimal(s, r.component(s, 5, 4)?, 5, None)?.or(tax_rate)
+            }
+            b"UNS" => summary = true,
+            _ => {}
+        }
+    }
+    for line in &mut lines {
+        if line.amount.is_zero() {
+            line.amount = line.quantity * line.unit_price.unwrap_or_default();
+        }
+    }
+    Ok(Invoice {
+        number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,
+        issue_date: issue_date
+            .ok_or_else(|| missing(unh, "the INVOIC has no DTM+137 segment (document date)"))?,
+        purchase_order,
+        currency: currency.ok_or_else(|| missing(unh, "the INVOIC names no currency (CUX or MOA)"))?,
+        total: invoice_amount
+            .or(message_total)
+            .ok_or_else(|| missing(unh, "the INVOIC has no MOA+77 or MOA+86 total"))?,
+        tax_total,
+        tax_rate,
+        seller: seller.or(invoicer),
+        buyer: buyer.or(invoicee),
+        lines,
+        allowances_charges: Vec::new(),
+    })
+}
+
+fn line_number(lines: &[InvoiceLine]) -> u32 {
+    u32::try_from(lines.len() + 1).unwrap_or(u32::MAX)
+}

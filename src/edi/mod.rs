@@ -1,0 +1,239 @@
+//! Pure EDI parsing: bytes in, envelope + documents + invoices out, no I/O.
+//!
+//! Parsing happens in two steps so that the HTTP layer can tell its two failure classes apart:
+//! [`read`] finds the standard, the service characters and the envelope header (sender, receiver,
+//! control number). When it fails no idempotency key exists and the request is *malformed* (400).
+//! [`Interchange::documents`] then validates the envelope structure and maps every document; a failure
+//! there is an *invalid* interchange (422) that still has a key, so it is stored and replayed.
+
+mod edifact;
+pub mod invoice;
+pub mod syntax;
+mod x12;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+pub use invoice::Invoice;
+use syntax::{Charset, Delimiters, Segment};
+
+/// The two standards the receiver speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Standard {
+    X12,
+    Edifact,
+}
+
+impl Standard {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standard::X12 => "x12",
+            Standard::Edifact => "edifact",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Standard> {
+        match text {
+            "x12" => Some(Standard::X12),
+            "edifact" => Some(Standard::Edifact),
+            _ => None,
+        }
+    }
+}
+
+/// An interchange party as named in the envelope: qualifier (may be empty in EDIFACT) and id, unpadded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct PartyId {
+    pub qualifier: String,
+    pub id: String,
+}
+
+/// What the envelope header says: enough to build the idempotency key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    pub standard: Standard,
+    pub sender: PartyId,
+    pub receiver: PartyId,
+    /// ISA13 or UNB 0020, exactly as sent (leading zeros kept).
+    pub control_number: String,
+}
+
+/// A syntax or content error, located as precisely as the input allows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct EdiError {
+    pub message: String,
+    /// 1-based segment number in the interchange (ISA or UNB is 1; a UNA is not counted).
+    pub segment_position: Option<usize>,
+    pub segment: Option<String>,
+    /// Element reference such as `SE01` or `UNZ02`.
+    pub element: Option<String>,
+}
+
+impl EdiError {
+    pub fn unlocated(message: impl Into<String>) -> EdiError {
+        EdiError { message: message.into(), segment_position: None, segment: None, element: None }
+    }
+}
+
+/// One transaction set (ST..SE) or message (UNH..UNT).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    /// `810`, `850`, `INVOIC`, …
+    pub kind: String,
+    pub control_number: String,
+    /// Segment position of its ST / UNH.
+    pub position: usize,
+    /// Present when the document is an invoice.
+    pub invoice: Option<Invoice>,
+}
+
+/// An interchange whose header has been read: the key is known, the body not yet validated.
+#[derive(Debug)]
+pub struct Interchange<'a> {
+    pub envelope: Envelope,
+    delimiters: Delimiters,
+    charset: Charset,
+    /// EDIFACT decimal mark from the UNA (`.` otherwise); X12 always uses `.`.
+    decimal_mark: u8,
+    /// The UNA service string advice, kept verbatim for the fingerprint.
+    service_advice: &'a [u8],
+    segments: Vec<Segment<'a>>,
+}
+
+/// Reads the envelope header of an X12 or EDIFACT interchange. An error means no key can be derived.
+pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
+    let start = input.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(input.len());
+    let body = &input[start..];
+    if body.starts_with(b"ISA") {
+        x12::read(input, start)
+    } else if body.starts_with(b"UNA") || body.starts_with(b"UNB") {
+        edifact::read(input, start)
+    } else if body.is_empty() {
+        Err(EdiError::unlocated("the body is empty; expected an X12 or EDIFACT interchange"))
+    } else {
+        Err(EdiError::unlocated(
+            "not an EDI interchange: an X12 interchange starts with ISA, an EDIFACT one with UNA or UNB",
+        ))
+    }
+}
+
+impl<'a> Interchange<'a> {
+    /// Validates the envelope structure and maps every document; the first error wins.
+    pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
+        match self.envelope.standard {
+            Standard::X12 => x12::documents(self),
+            Standard::Edifact => edifact::documents(self),
+        }
+    }
+
+    /// SHA-256 (hex) of the canonical interchange: segments re-joined with the terminator and no
+    /// filler between them, envelope dates and times blanked, so that re-wrapped or re-stamped
+    /// resends of the same content have the same fingerprint.
+    pub fn fingerprint(&self) -> String {
+        let d = self.delimiters;
+        let mut hash = Sha256::new();
+        hash.update(self.service_advice);
+        for segment in &self.segments {
+            let blanked: &[usize] = match (self.envelope.standard, segment.tag()) {
+                (Standard::X12, b"ISA") => &[9, 10],
+                (Standard::X12, b"GS") => &[4, 5],
+                (Standard::Edifact, b"UNB" | b"UNG") => &[4],
+                _ => &[],
+            };
+            if blanked.is_empty() {
+                hash.update(segment.bytes);
+            } else {
+                for (n, element) in syntax::split(segment.bytes, d.element, d.release).enumerate() {
+                    if n > 0 {
+                        hash.update([d.element]);
+                    }
+                    if !blanked.contains(&n) {
+                        hash.update(element);
+                    }
+                }
+            }
+            hash.update([d.segment]);
+        }
+        format!("{:x}", hash.finalize())
+    }
+
+    /// Decodes an element's text: release characters removed, charset applied.
+    fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
+        let unescaped = syntax::unescape(raw, self.delimiters.release);
+        self.charset.decode(&unescaped).map(|text| text.trim_end().to_owned()).map_err(|at| {
+            segment.error(
+                Some(segment.element_name(element)),
+                format!("byte 0x{:02X} is not valid in the interchange character set", unescaped[at]),
+            )
+        })
+    }
+}
+
+/// Parses an element that must be a non-negative whole number (counts in trailers).
+fn count(segment: &Segment<'_>, element: usize) -> Result<usize, EdiError> {
+    let raw = segment.element(element);
+    std::str::from_utf8(raw).ok().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
+        segment.error(
+            Some(segment.element_name(element)),
+            format!(
+                "{} must be a number, found {:?}",
+                segment.element_name(element),
+                String::from_utf8_lossy(raw)
+            ),
+        )
+    })
+}
+
+/// Checks that a trailer element repeats the header's control number.
+fn expect_reference(segment: &Segment<'_>, element: usize, expected: &[u8]) -> Result<(), EdiError> {
+    let found = segment.element(element);
+    if found == expected {
+        return Ok(());
+    }
+    Err(segment.error(
+        Some(segment.element_name(element)),
+        format!(
+            "{} is {:?} but the matching header says {:?}",
+            segment.element_name(element),
+            String::from_utf8_lossy(found),
+            String::from_utf8_lossy(expected)
+        ),
+    ))
+}
+
+/// Checks a trailer count against what was actually seen.
+fn expect_count(segment: &Segment<'_>, element: usize, what: &str, actual: usize) -> Result<(), EdiError> {
+    let declared = count(segment, element)?;
+    if declared == actual {
+        return Ok(());
+    }
+    Err(segment.error(
+        Some(segment.element_name(element)),
+        format!(
+            "{} declares {declared} {what} but the interchange has {actual}",
+            segment.element_name(element)
+        ),
+    ))
+}
+
+/// The first segment found after the interchange trailer, if any: an error, as nothing may follow.
+fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<(), EdiError> {
+    match next {
+        None => Ok(()),
+        Some(extra) => {
+            Err(extra.error(None, format!("data after the {} interchange trailer", trailer.tag_str())))
+        }
+    }
+}
+
+/// An unterminated final segment means the interchange was cut short.
+fn require_terminated(segment: &Segment<'_>) -> Result<(), EdiError> {
+    if segment.terminated {
+        Ok(())
+    } else {
+        Err(segment.error(None, "the interchange ends inside this segment (no segment terminator)"))
+    }
+}

@@ -1,0 +1,270 @@
+//! Byte-level EDI syntax shared by X12 and EDIFACT: service characters, segment and element splitting
+//! that honours a release (escape) character, and text decoding per declared character set.
+//!
+//! Everything here borrows the request body: segments and elements are slices of it, and text is only
+//! copied when a release character or a non-UTF-8 charset forces it.
+
+use std::borrow::Cow;
+
+use memchr::{memchr, memchr2};
+
+use super::EdiError;
+
+/// The service characters of one interchange, read from the X12 ISA or the EDIFACT UNA (or defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delimiters {
+    pub segment: u8,
+    pub element: u8,
+    pub component: u8,
+    pub repetition: Option<u8>,
+    pub release: Option<u8>,
+}
+
+/// How element text is turned into Unicode; read from the envelope, never guessed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charset {
+    /// 7-bit only (X12 basic/extended, EDIFACT UNOA/UNOB): a byte above 0x7F is an error.
+    Ascii,
+    /// ISO-8859-1 (EDIFACT UNOC): every byte is the code point of the same value.
+    Latin1,
+    /// Any other single-byte ISO-8859 part (UNOD, UNOE, UNOF, …) or UTF-8 (UNOW, UNOY).
+    Other(&'static encoding_rs::Encoding),
+}
+
+impl Charset {
+    /// Decodes `bytes`, or returns the offset of the first byte that is not valid in this charset.
+    pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, str>, usize> {
+        match self {
+            Charset::Ascii => match bytes.iter().position(|b| !b.is_ascii()) {
+                Some(bad) => Err(bad),
+                // All ASCII is valid UTF-8.
+                None => Ok(Cow::Borrowed(std::str::from_utf8(bytes).map_err(|e| e.valid_up_to())?)),
+            },
+            Charset::Latin1 => match std::str::from_utf8(bytes) {
+                Ok(s) if bytes.is_ascii() => Ok(Cow::Borrowed(s)),
+                _ => Ok(Cow::Owned(bytes.iter().map(|&b| char::from(b)).collect())),
+            },
+            Charset::Other(encoding) => encoding
+                .decode_without_bom_handling_and_without_replacement(bytes)
+                .ok_or_else(|| first_undecodable(encoding, bytes)),
+        }
+    }
+}
+
+fn first_undecodable(encoding: &'static encoding_rs::Encoding, bytes: &[u8]) -> usize {
+    (1..=bytes.len())
+        .find(|&end| {
+            encoding.decode_without_bom_handling_and_without_replacement(&bytes[..end]).is_none()
+                && encoding.decode_without_bom_handling_and_without_replacement(&bytes[..end - 1]).is_some()
+        })
+        .map_or(0, |end| end - 1)
+}
+
+/// Position of the first `sep` in `hay` that is not preceded by the release character.
+pub fn find_unescaped(hay: &[u8], sep: u8, release: Option<u8>) -> Option<usize> {
+    let Some(release) = release else {
+        return memchr(sep, hay);
+    };
+    let mut from = 0;
+    while from < hay.len() {
+        let at = from + memchr2(sep, release, &hay[from..])?;
+        if hay[at] == sep {
+            return Some(at);
+        }
+        // A release character escapes the byte after it, whatever it is (itself included).
+        from = at + 2;
+    }
+    None
+}
+
+/// Splits `bytes` on unescaped `sep`; yields at least one (possibly empty) piece.
+pub fn split(bytes: &[u8], sep: u8, release: Option<u8>) -> Split<'_> {
+    Split { rest: Some(bytes), sep, release }
+}
+
+pub struct Split<'a> {
+    rest: Option<&'a [u8]>,
+    sep: u8,
+    release: Option<u8>,
+}
+
+impl<'a> Iterator for Split<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        match find_unescaped(rest, self.sep, self.release) {
+            Some(at) => {
+                self.rest = Some(&rest[at + 1..]);
+                Some(&rest[..at])
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
+    }
+}
+
+/// Removes release characters: `?+` becomes `+`, `??` becomes `?`.
+pub fn unescape(bytes: &[u8], release: Option<u8>) -> Cow<'_, [u8]> {
+    let Some(release) = release.filter(|&r| memchr(r, bytes).is_some()) else {
+        return Cow::Borrowed(bytes);
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut escaped = false;
+    for &b in bytes {
+        if b == release && !escaped {
+            escaped = true;
+        } else {
+            out.push(b);
+            escaped = false;
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One segment: 1-based position in the interchange, byte offset, and its bytes without terminator.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    pub position: usize,
+    pub offset: usize,
+    pub bytes: &'a [u8],
+    pub terminated: bool,
+    pub delimiters: Delimiters,
+}
+
+impl<'a> Segment<'a> {
+    /// The segment tag (`ISA`, `BIG`, `UNH`, …): the bytes before the first element separator.
+    pub fn tag(&self) -> &'a [u8] {
+        split(self.bytes, self.delimiters.element, self.delimiters.release).next().unwrap_or_default()
+    }
+
+    pub fn tag_str(&self) -> String {
+        String::from_utf8_lossy(self.tag()).into_owned()
+    }
+
+    /// Element `n` (1-based, after the tag) as raw bytes; empty when absent.
+    pub fn element(&self, n: usize) -> &'a [u8] {
+        split(self.bytes, self.delimiters.element, self.delimiters.release).nth(n).unwrap_or_default()
+    }
+
+    /// Component `c` (1-based) of element `n`; the whole element when it has no component separator.
+    pub fn component(&self, n: usize, c: usize) -> &'a [u8] {
+        split(self.element(n), self.delimiters.component, self.delimiters.release)
+            .nth(c - 1)
+            .unwrap_or_default()
+    }
+
+    /// Number of elements after the tag.
+    pub fn element_count(&self) -> usize {
+        split(self.bytes, self.delimiters.element, self.delimiters.release).count() - 1
+    }
+
+    /// An error located at this segment (and element, when given as e.g. `"SE01"`).
+    pub fn error(&self, element: Option<String>, message: impl Into<String>) -> EdiError {
+        EdiError {
+            message: message.into(),
+            segment_position: Some(self.position),
+            segment: Some(self.tag_str()),
+            element,
+        }
+    }
+
+    /// Names element `n` the way EDI people write it: `SE01`, `UNZ02`.
+    pub fn element_name(&self, n: usize) -> String {
+        format!("{}{n:02}", self.tag_str())
+    }
+}
+
+/// Splits the bytes after the envelope header into segments, skipping line breaks and blanks between them.
+pub struct Segments<'a> {
+    input: &'a [u8],
+    offset: usize,
+    position: usize,
+    delimiters: Delimiters,
+}
+
+impl<'a> Segments<'a> {
+    /// Starts at byte `offset` of `input`; the first segment found gets number `position`.
+    pub fn new(input: &'a [u8], offset: usize, position: usize, delimiters: Delimiters) -> Self {
+        Segments { input, offset, position, delimiters }
+    }
+}
+
+fn is_filler(b: u8) -> bool {
+    matches!(b, b'\r' | b'\n' | b'\t' | b' ')
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = Segment<'a>;
+
+    fn next(&mut self) -> Option<Segment<'a>> {
+        let d = self.delimiters;
+        while self.offset < self.input.len()
+            && (is_filler(self.input[self.offset]) || self.input[self.offset] == d.segment)
+        {
+            self.offset += 1;
+        }
+        if self.offset >= self.input.len() {
+            return None;
+        }
+        let start = self.offset;
+        let rest = &self.input[start..];
+        let (bytes, terminated) = match find_unescaped(rest, d.segment, d.release) {
+            Some(end) => (&rest[..end], true),
+            None => (rest, false),
+        };
+        self.offset = start + bytes.len() + usize::from(terminated);
+        let segment = Segment { position: self.position, offset: start, bytes, terminated, delimiters: d };
+        self.position += 1;
+        Some(segment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EDIFACT: Delimiters =
+        Delimiters { segment: b'\'', element: b'+', component: b':', repetition: None, release: Some(b'?') };
+
+    #[test]
+    fn release_character_escapes_separators_and_itself() {
+        let pieces: Vec<&[u8]> = split(b"NAD+SU+A?+B??+C", b'+', Some(b'?')).collect();
+        assert_eq!(pieces, [&b"NAD"[..], b"SU", b"A?+B??", b"C"]);
+        assert_eq!(&*unescape(b"A?+B??", Some(b'?')), b"A+B?");
+        assert_eq!(&*unescape(b"O?'Brien", Some(b'?')), b"O'Brien");
+    }
+
+    #[test]
+    fn segments_skip_line_breaks_and_keep_escaped_terminators() {
+        let input = b"UNB+X'\r\nNAD+BY+O?'Brien'\nUNZ+1";
+        let segments: Vec<_> = Segments::new(input, 0, 1, EDIFACT).collect();
+        assert_eq!(segments.len(), 3);
+        assert_eq!(segments[1].bytes, b"NAD+BY+O?'Brien");
+        assert_eq!(segments[1].position, 2);
+        assert!(segments[1].terminated);
+        assert!(!segments[2].terminated);
+        assert_eq!(segments[1].element(2), b"O?'Brien");
+    }
+
+    #[test]
+    fn trailing_release_character_does_not_escape_past_the_end() {
+        assert_eq!(find_unescaped(b"AB?", b'\'', Some(b'?')), None);
+        assert_eq!(find_unescaped(b"A??'", b'\'', Some(b'?')), Some(3));
+    }
+
+    #[test]
+    fn components_and_charsets() {
+        let seg = Segments::new(b"UNB+UNOC:3+SENDER:14'", 0, 1, EDIFACT).next().unwrap();
+        assert_eq!(seg.component(2, 2), b"14");
+        assert_eq!(seg.component(1, 1), b"UNOC");
+        assert_eq!(seg.component(2, 3), b"");
+        assert_eq!(Charset::Latin1.decode(b"M\xfcller").unwrap(), "Müller");
+        assert_eq!(Charset::Ascii.decode(b"M\xfcller"), Err(1));
+        let utf8 = Charset::Other(encoding_rs::UTF_8);
+        assert_eq!(utf8.decode("Müller".as_bytes()).unwrap(), "Müller");
+        assert_eq!(utf8.decode(b"ab\xff"), Err(2));
+    }
+}

@@ -1,0 +1,213 @@
+//! ASC X12 envelopes: ISA/IEA interchange, GS/GE functional groups, ST/SE transaction sets.
+//!
+//! The ISA is read by counting its 16 element separators rather than by fixed offsets, so an ISA
+//! whose fixed-width fields were not padded still yields its separators and key; the separators are
+//! the ones it declares (element = 4th byte, component = ISA16, terminator = the byte after ISA16,
+//! repetition = ISA11 from version 00501 on).
+
+use super::syntax::{Charset, Delimiters, Segment, Segments};
+use super::{
+    Document, EdiError, Envelope, Interchange, PartyId, Standard, expect_count, expect_reference, invoice,
+    require_terminated, trailing_data,
+};
+
+/// Number of elements in an ISA segment.
+const ISA_ELEMENTS: usize = 16;
+
+pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiError> {
+    let body = &input[start..];
+    let isa_error = |message: &str| EdiError {
+        message: message.to_owned(),
+        segment_position: Some(1),
+        segment: Some("ISA".to_owned()),
+        element: None,
+    };
+    let element = *body.get(3).ok_or_else(|| isa_error("the ISA segment is truncated"))?;
+    if element.is_ascii_alphanumeric() || element.is_ascii_whitespace() {
+        return Err(isa_error("the 4th byte of the ISA must be the element separator"));
+    }
+    // ISA16 is the one byte after the 16th separator; the segment terminator follows it.
+    let sixteenth = body
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == element)
+        .nth(ISA_ELEMENTS - 1)
+        .map(|(at, _)| at)
+        .ok_or_else(|| isa_error("the ISA segment is truncated: it must have 16 elements"))?;
+    let (Some(&component), Some(&terminator)) = (body.get(sixteenth + 1), body.get(sixteenth + 2)) else {
+        return Err(isa_error("the ISA segment is truncated: ISA16 or the segment terminator is missing"));
+    };
+    if terminator.is_ascii_alphanumeric() || terminator == element || terminator == component {
+        return Err(isa_error(
+            "the byte after ISA16 must be a segment terminator distinct from the other separators",
+        ));
+    }
+    let isa_bytes = &body[..sixteenth + 2];
+    let mut delimiters =
+        Delimiters { segment: terminator, element, component, repetition: None, release: None };
+    let isa = Segment { position: 1, offset: start, bytes: isa_bytes, terminated: true, delimiters };
+    let field = |n: usize| String::from_utf8_lossy(isa.element(n)).trim().to_owned();
+    if field(12).as_str() >= "00501" {
+        delimiters.repetition = isa.element(11).first().copied();
+    }
+    let envelope = Envelope {
+        standard: Standard::X12,
+        sender: PartyId { qualifier: field(5), id: field(6) },
+        receiver: PartyId { qualifier: field(7), id: field(8) },
+        control_number: field(13),
+    };
+    if envelope.sender.id.is_empty() || envelope.control_number.is_empty() {
+        return Err(isa_error(
+            "ISA06 (sender id) and ISA13 (control number) are required to identify the interchange",
+        ));
+    }
+    let isa = Segment { delimiters, ..isa };
+    let mut segments = vec![isa];
+    segments.extend(Segments::new(input, start + isa_bytes.len() + 1, 2, delimiters));
+    Ok(Interchange {
+        envelope,
+        delimiters,
+        charset: Charset::Ascii,
+        decimal_mark: b'.',
+        service_advice: &[],
+        segments,
+    })
+}
+
+pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError> {
+    let segments = &ic.segments;
+    let isa = &segments[0];
+    let mut documents = Vec::new();
+    let mut groups = 0;
+    // (index of the open GS, transaction sets seen in it)
+    let mut group: Option<(usize, usize)> = None;
+    // index of the open ST
+    let mut set: Option<usize> = None;
+    for (i, segment) in segments.iter().enumerate().skip(1) {
+        require_terminated(segment)?;
+        match segment.tag() {
+            b"ISA" => return Err(segment.error(None, "ISA inside an interchange: envelopes must not nest")),
+            b"GS" => {
+                if group.is_some() {
+                    return Err(segment.error(None, "GS before the previous group's GE"));
+                }
+                group = Some((i, 0));
+                groups += 1;
+            }
+            b"ST" => {
+                let Some((_, sets)) = group.as_mut() else {
+                    return Err(segment.error(None, "ST outside a functional group (GS..GE)"));
+                };
+                if set.is_some() {
+                    return Err(segment.error(None, "ST before the previous transaction set's SE"));
+                }
+                set = Some(i);
+                *sets += 1;
+            }
+            b"SE" => {
+                let Some(st) = set.take() else {
+                    return Err(segment.error(None, "SE without a matching ST"));
+                };
+                expect_count(segment, 1, "segments (ST to SE)", i - st + 1)?;
+                expect_reference(segment, 2, segments[st].element(2))?;
+                documents.push(document(ic, &segments[st..=i])?);
+            }
+            b"GE" => {
+                if let Some(st) = set {
+                    return Err(
+                        segment.error(None, format!("GE before the SE of the ST at segment {}", st + 1))
+                    );
+                }
+                let Some((gs, sets)) = group.take() else {
+                    return Err(segment.error(None, "GE without a matching GS"));
+                };
+                expect_count(segment, 1, "transaction sets", sets)?;
+                expect_reference(segment, 2, segments[gs].element(6))?;
+            }
+            b"IEA" => {
+                if set.is_some() || group.is_some() {
+                    return Err(
+                        segment.error(None, "IEA before the open transaction set or group was closed")
+                    );
+                }
+                expect_count(segment, 1, "functional groups", groups)?;
+                expect_reference(segment, 2, isa.element(13))?;
+                trailing_data(segment, segments.get(i + 1))?;
+                return Ok(documents);
+            }
+            tag if set.is_none() => {
+                return Err(segment.error(
+                    None,
+                    format!("segment {} outside a transaction set (ST..SE)", String::from_utf8_lossy(tag)),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let last = segments.last().unwrap_or(isa);
+    Err(last.error(None, "the interchange ends before its IEA trailer"))
+}
+
+fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
+    let st = &set[0];
+    let kind = ic.text(st, st.element(1), 1)?;
+    let invoice = if kind == "810" { Some(invoice::from_810(ic, set)?) } else { None };
+    Ok(Document { control_number: ic.text(st, st.element(2), 2)?, kind, position: st.position, invoice })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read;
+
+    const ONE_810: &[u8] = b"ISA*00*          *00*          *ZZ*ACME           *ZZ*BUYER          *260317*1015*U*00401*000000007*0*P*>~\
+GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2*EA*1.50~TDS*300~SE*5*0001~GE*1*7~IEA*1*000000007~";
+
+    #[test]
+    fn reads_key_and_separators_from_the_isa() {
+        let ic = read(ONE_810).unwrap();
+        assert_eq!(ic.envelope.sender.id, "ACME");
+        assert_eq!(ic.envelope.sender.qualifier, "ZZ");
+        assert_eq!(ic.envelope.control_number, "000000007");
+        assert_eq!(ic.delimiters.segment, b'~');
+        assert_eq!(ic.delimiters.component, b'>');
+        assert_eq!(ic.delimiters.repetition, None);
+        let docs = ic.documents().unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].invoice.as_ref().unwrap().total.to_string(), "3.00");
+    }
+
+    #[test]
+    fn other_separators_work_too() {
+        let text = String::from_utf8(ONE_810.to_vec()).unwrap().replace('*', "|").replace('~', "\n");
+        let ic = read(text.as_bytes()).unwrap();
+        assert_eq!(ic.delimiters.element, b'|');
+        assert_eq!(ic.documents().unwrap()[0].invoice.as_ref().unwrap().number, "INV-7");
+    }
+
+    #[test]
+    fn structural_errors_are_positioned() {
+        let cases: &[(&str, &str, usize, Option<&str>)] = &[
+            ("SE*5*0001~", "SE*4*0001~", 7, Some("SE01")),
+            ("SE*5*0001~", "SE*5*0002~", 7, Some("SE02")),
+            ("GE*1*7~", "GE*2*7~", 8, Some("GE01")),
+            ("GE*1*7~", "GE*1*8~", 8, Some("GE02")),
+            ("IEA*1*000000007~", "IEA*1*000000007~ST*810*1~", 10, None),
+            ("IEA*1*000000007~", "IEA*1*00000", 9, None),
+            ("IEA*1*000000007~", "", 8, None),
+            ("ST*810*0001~", "", 3, None),
+        ];
+        for (from, to, position, element) in cases {
+            let text = String::from_utf8(ONE_810.to_vec()).unwrap().replace(from, to);
+            let err = read(text.as_bytes()).unwrap().documents().unwrap_err();
+            assert_eq!(err.segment_position, Some(*position), "{to}: {err:?}");
+            assert_eq!(err.element.as_deref(), *element, "{to}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn missing_key_is_malformed() {
+        assert!(read(b"ISA*00*          *00*    ~").is_err());
+        assert!(read(b"ISA").is_err());
+        assert!(read(b"ISA*00**00**ZZ**ZZ*B*260317*1015*U*00401**0*P*>~").is_err());
+    }
+}

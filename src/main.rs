@@ -1,1 +1,82 @@
-fn main() {}
+//! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `purge`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use edi_inbox::app::{self, App};
+use edi_inbox::config::{Cli, Command, LogFormat};
+use edi_inbox::http;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.server.log_format);
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            eprintln!("edi-inbox: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi => print!("{}", http::openapi::to_json(&http::openapi_document())),
+        Command::Migrate => {
+            app::open_store(&cli.database).await?;
+            tracing::info!("migrations applied");
+        }
+        Command::Purge => {
+            let store = app::open_store(&cli.database).await?;
+            let purged = app::purge(&store, cli.database.retention()).await?;
+            tracing::info!(purged, "stored payloads purged");
+        }
+        Command::Serve => {
+            let store = app::open_store(&cli.database).await?;
+            tracing::info!(backend = store.backend(), "database ready");
+            let purger = tokio::spawn(app::purge_periodically(store.clone(), cli.database.retention()));
+            let app = App::bind(store.clone(), &cli.server).await?;
+            tracing::info!(address = %app.local_addr()?, "listening");
+            app.serve(shutdown_signal()).await?;
+            purger.abort();
+            store.close().await;
+            tracing::info!("stopped");
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM; in-flight requests are then finished before exit.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown requested; finishing requests in flight");
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Pretty => builder.init(),
+    }
+}

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::syntax::Segment;
@@ -70,7 +70,7 @@ pub struct InvoiceLine {
 }
 
 /// An X12 SAC allowance or charge at invoice level.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AllowanceCharge {
     /// `allowance` or `charge`.
     pub kind: String,

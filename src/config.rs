@@ -1,0 +1,89 @@
+//! Typed configuration: every setting has a documented default, an environment variable and a flag.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::store::PoolOptions;
+
+/// Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
+#[derive(Debug, Parser)]
+#[command(name = "edi-inbox", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub database: DatabaseConfig,
+    #[command(flatten)]
+    pub server: ServerConfig,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply migrations, then serve the HTTP API (the default).
+    Serve,
+    /// Apply the database migrations and exit.
+    Migrate,
+    /// Print the OpenAPI document.
+    Openapi,
+    /// Drop stored payloads older than the retention period (keys and outcomes stay), then exit.
+    Purge,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseConfig {
+    /// `sqlite://FILE` (created when missing) or `postgres://USER@HOST/DB`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://edi-inbox.db", global = true)]
+    pub database_url: String,
+    /// Maximum connections in the pool.
+    #[arg(long, env = "EDI_INBOX_DB_MAX_CONNECTIONS", default_value_t = 16, global = true)]
+    pub db_max_connections: u32,
+    /// Seconds a request waits for a connection (or, on SQLite, the write lock) before answering 503.
+    #[arg(long, env = "EDI_INBOX_DB_TIMEOUT", default_value_t = 5, global = true)]
+    pub db_timeout: u64,
+    /// Days a stored payload is kept before `purge` (and the hourly purge of `serve`) drops it.
+    #[arg(long, env = "EDI_INBOX_RETENTION_DAYS", default_value_t = 90, global = true)]
+    pub retention_days: u32,
+}
+
+impl DatabaseConfig {
+    pub fn pool(&self) -> PoolOptions {
+        PoolOptions {
+            max_connections: self.db_max_connections,
+            acquire_timeout: Duration::from_secs(self.db_timeout),
+        }
+    }
+
+    pub fn retention(&self) -> chrono::Duration {
+        chrono::Duration::days(i64::from(self.retention_days))
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServerConfig {
+    /// Address to listen on; port 0 picks a free port (the chosen address is logged).
+    #[arg(long, env = "EDI_INBOX_BIND", default_value = "127.0.0.1:8080", global = true)]
+    pub bind: SocketAddr,
+    /// Largest accepted request body in bytes; larger ones get 413.
+    #[arg(long, env = "EDI_INBOX_BODY_LIMIT", default_value_t = 10 * 1024 * 1024, global = true)]
+    pub body_limit: usize,
+    /// Seconds a request may take before it is answered 503 (the sender retries; replays are safe).
+    #[arg(long, env = "EDI_INBOX_REQUEST_TIMEOUT", default_value_t = 30, global = true)]
+    pub request_timeout: u64,
+    /// Log format: `pretty` for people, `json` for log pipelines.
+    #[arg(long, env = "EDI_INBOX_LOG_FORMAT", default_value = "pretty", global = true)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+impl ServerConfig {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout)
+    }
+}

@@ -1,0 +1,70 @@
+//! `/v1/invoices`: the invoices booked from processed interchanges.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use super::problem::{ApiError, Problem};
+use super::{ApiContext, page_limit, parse_id};
+use crate::inbox::resource::{InvoicePage, InvoiceResource};
+use crate::store::InvoiceFilter;
+
+/// Read one invoice with its lines.
+#[utoipa::path(
+    get,
+    path = "/v1/invoices/{id}",
+    tag = "invoices",
+    params(("id" = Uuid, Path, description = "Invoice id")),
+    responses(
+        (status = 200, description = "The invoice", body = InvoiceResource),
+        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_invoice(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+) -> Result<Json<InvoiceResource>, ApiError> {
+    Ok(Json(ctx.store.invoice(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InvoiceQuery {
+    /// Only invoices of this interchange.
+    interchange_id: Option<Uuid>,
+    /// Invoice number (BIG02 / BGM 1004).
+    number: Option<String>,
+    /// Page size, 1 to 500 (default 50).
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<Uuid>,
+}
+
+/// List invoices with their lines, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/invoices",
+    tag = "invoices",
+    params(InvoiceQuery),
+    responses(
+        (status = 200, description = "One page of invoices", body = InvoicePage),
+        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_invoices(
+    State(ctx): State<ApiContext>,
+    query: Result<Query<InvoiceQuery>, QueryRejection>,
+) -> Result<Json<InvoicePage>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let filter = InvoiceFilter {
+        interchange_id: query.interchange_id,
+        number: query.number,
+        cursor: query.cursor,
+        limit: page_limit(query.limit)?,
+    };
+    Ok(Json(ctx.store.invoices(&filter).await?))
+}

@@ -1,0 +1,228 @@
+//! The Inbox pattern: what one delivery means (its key, fingerprint and effects), and how the
+//! outcome of claiming its key is decided. The store writes a [`Delivery`] in one transaction and
+//! reports back what it found; [`decide`] turns that into an [`Outcome`] the same way on every backend.
+
+pub mod resource;
+
+use bytes::Bytes;
+use chrono::{DateTime, SubsecRound, Utc};
+use uuid::Uuid;
+
+use crate::edi::{Document, Envelope, Interchange};
+use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
+
+/// Whether an interchange's documents were booked or the interchange was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Processed,
+    Rejected,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Processed => "processed",
+            Status::Rejected => "rejected",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        match text {
+            "processed" => Some(Status::Processed),
+            "rejected" => Some(Status::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// The idempotency key: `{standard}:{qualifier}:{sender id}` plus the interchange control number.
+pub fn key(envelope: &Envelope) -> IdempotencyKey {
+    IdempotencyKey {
+        source: format!(
+            "{}:{}:{}",
+            envelope.standard.as_str(),
+            envelope.sender.qualifier,
+            envelope.sender.id
+        ),
+        message_id: envelope.control_number.clone(),
+    }
+}
+
+/// A document ready to be stored, with the ids it will be stored under.
+#[derive(Debug)]
+pub struct StoredDocument {
+    pub id: Uuid,
+    pub invoice_id: Option<Uuid>,
+    pub document: Document,
+}
+
+/// Everything one POST wants written, decided before the transaction so that the store only writes.
+#[derive(Debug)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub key: IdempotencyKey,
+    pub envelope: Envelope,
+    pub fingerprint: String,
+    pub payload: Bytes,
+    pub content_type: Option<String>,
+    pub received_at: DateTime<Utc>,
+    pub status: Status,
+    pub documents: Vec<StoredDocument>,
+    /// The response body of this delivery, stored so that every replay returns it byte for byte.
+    pub response: String,
+}
+
+impl Delivery {
+    /// A valid interchange: its documents and invoices get ids and the resource becomes the response.
+    pub fn processed(
+        interchange: &Interchange<'_>,
+        documents: Vec<Document>,
+        payload: Bytes,
+        content_type: Option<String>,
+        received_at: DateTime<Utc>,
+    ) -> Delivery {
+        let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Processed);
+        delivery.documents = documents
+            .into_iter()
+            .map(|document| StoredDocument {
+                id: Uuid::now_v7(),
+                invoice_id: document.invoice.as_ref().map(|_| Uuid::now_v7()),
+                document,
+            })
+            .collect();
+        let resource = delivery.resource(None);
+        delivery.response = serde_json::to_string(&resource).unwrap_or_default();
+        delivery
+    }
+
+    /// An interchange whose key is readable but whose content is invalid: nothing is booked, and
+    /// `problem(id)` (the HTTP layer's problem+json body naming this interchange) is what this and
+    /// every replay answers.
+    pub fn rejected(
+        interchange: &Interchange<'_>,
+        payload: Bytes,
+        content_type: Option<String>,
+        received_at: DateTime<Utc>,
+        problem: impl FnOnce(Uuid) -> String,
+    ) -> Delivery {
+        let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Rejected);
+        delivery.response = problem(delivery.id);
+        delivery
+    }
+
+    fn new(
+        interchange: &Interchange<'_>,
+        payload: Bytes,
+        content_type: Option<String>,
+        received_at: DateTime<Utc>,
+        status: Status,
+    ) -> Delivery {
+        Delivery {
+            id: Uuid::now_v7(),
+            key: key(&interchange.envelope),
+            envelope: interchange.envelope.clone(),
+            fingerprint: interchange.fingerprint(),
+            payload,
+            content_type,
+            // Stored timestamps have microsecond precision; keep the response equal to what is stored.
+            received_at: received_at.trunc_subsecs(6),
+            status,
+            documents: Vec::new(),
+            response: String::new(),
+        }
+    }
+
+    /// The interchange resource of this delivery (`error` is set for rejected ones by the caller).
+    pub fn resource(&self, error: Option<serde_json::Value>) -> InterchangeResource {
+        InterchangeResource {
+            id: self.id,
+            status: self.status,
+            standard: self.envelope.standard,
+            sender: self.envelope.sender.clone(),
+            receiver: self.envelope.receiver.clone(),
+            control_number: self.envelope.control_number.clone(),
+            idempotency_key: self.key.clone(),
+            payload_sha256: self.fingerprint.clone(),
+            received_at: self.received_at,
+            processed_at: self.received_at,
+            documents: self
+                .documents
+                .iter()
+                .map(|d| DocumentResource {
+                    kind: d.document.kind.clone(),
+                    control_number: d.document.control_number.clone(),
+                    position: d.document.position,
+                    invoice_id: d.invoice_id,
+                })
+                .collect(),
+            invoices: self
+                .documents
+                .iter()
+                .filter_map(|d| {
+                    Some(InvoiceResource {
+                        id: d.invoice_id?,
+                        interchange_id: self.id,
+                        invoice: d.document.invoice.clone()?,
+                    })
+                })
+                .collect(),
+            error,
+        }
+    }
+
+    /// The invoices this delivery books, with their ids.
+    pub fn invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
+        self.documents.iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_ref()?)))
+    }
+}
+
+/// What the store found when it claimed a delivery's key (in the same transaction that wrote it).
+#[derive(Debug, sqlx::FromRow)]
+pub struct Claim {
+    /// Id of the row holding the key now.
+    pub id: Uuid,
+    /// True when this delivery's row was written (first delivery, or replacing a rejected one).
+    pub fresh: bool,
+    pub status: String,
+    pub payload_sha256: String,
+    /// The stored response; only read back when the row is not fresh.
+    pub response_body: Option<String>,
+}
+
+/// The result of recording a delivery.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// First delivery of this key (or a corrected resend of a rejected one): its response is the answer.
+    Recorded,
+    /// The same content was recorded before: answer with what was answered then.
+    Replayed { status: Status, body: String },
+    /// The key was used before for different content; nothing was written.
+    Conflict { original_id: Uuid },
+}
+
+/// What the store must do after claiming.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Done(Outcome),
+    /// The key is held by a rejected attempt with other content: overwrite it with this delivery,
+    /// provided it still holds that fingerprint.
+    ReplaceRejected {
+        previous_fingerprint: String,
+    },
+}
+
+/// Decides the outcome of a claim: a pure function so both backends behave the same.
+pub fn decide(claim: Claim, delivery: &Delivery) -> Next {
+    if claim.fresh {
+        return Next::Done(Outcome::Recorded);
+    }
+    let status = Status::parse(&claim.status).unwrap_or(Status::Processed);
+    if claim.payload_sha256 == delivery.fingerprint {
+        return Next::Done(Outcome::Replayed { status, body: claim.response_body.unwrap_or_default() });
+    }
+    match status {
+        Status::Rejected => Next::ReplaceRejected { previous_fingerprint: claim.payload_sha256 },
+        Status::Processed => Next::Done(Outcome::Conflict { original_id: claim.id }),
+    }
+}

@@ -1,0 +1,100 @@
+//! The JSON resources of the API. The interchange resource is built once, when a delivery is
+//! recorded, and stored as the response body, so every replay and `GET` returns the same bytes.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::Status;
+use crate::edi::{Invoice, PartyId, Standard};
+
+/// The idempotency key under which an interchange is recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct IdempotencyKey {
+    /// `{standard}:{sender qualifier}:{sender id}`.
+    #[schema(example = "x12:ZZ:ACMESUPPLY")]
+    pub source: String,
+    /// The interchange control number as sent (ISA13 / UNB 0020).
+    #[schema(example = "000001142")]
+    pub message_id: String,
+}
+
+/// One transaction set (ST..SE) or message (UNH..UNT) of an interchange.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct DocumentResource {
+    /// Transaction set or message type: `810`, `INVOIC`, …
+    #[serde(rename = "type")]
+    #[schema(example = "810")]
+    pub kind: String,
+    #[schema(example = "0001")]
+    pub control_number: String,
+    /// Segment position of its ST or UNH in the interchange.
+    pub position: usize,
+    /// The invoice booked from this document, when it is an invoice.
+    pub invoice_id: Option<Uuid>,
+}
+
+/// An invoice booked from an interchange.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct InvoiceResource {
+    pub id: Uuid,
+    pub interchange_id: Uuid,
+    #[serde(flatten)]
+    pub invoice: Invoice,
+}
+
+/// A received interchange: the body of `201`, of every replay, and of `GET /v1/interchanges/{id}`.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct InterchangeResource {
+    pub id: Uuid,
+    pub status: Status,
+    pub standard: Standard,
+    pub sender: PartyId,
+    pub receiver: PartyId,
+    #[schema(example = "000001142")]
+    pub control_number: String,
+    pub idempotency_key: IdempotencyKey,
+    /// SHA-256 of the canonical interchange (line breaks and envelope dates/times ignored).
+    pub payload_sha256: String,
+    pub received_at: DateTime<Utc>,
+    pub processed_at: DateTime<Utc>,
+    pub documents: Vec<DocumentResource>,
+    pub invoices: Vec<InvoiceResource>,
+    /// For a rejected interchange: the problem it was rejected with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<serde_json::Value>,
+}
+
+/// An interchange in a list.
+#[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct InterchangeSummary {
+    pub id: Uuid,
+    #[schema(value_type = Status)]
+    pub status: String,
+    #[schema(value_type = Standard)]
+    pub standard: String,
+    #[schema(example = "ACMESUPPLY")]
+    pub sender_id: String,
+    #[schema(example = "000001142")]
+    pub control_number: String,
+    pub received_at: DateTime<Utc>,
+    /// How many times this interchange was delivered (first delivery, replays, conflicting resends).
+    pub deliveries: i32,
+    pub last_delivery_at: DateTime<Utc>,
+}
+
+/// One page of interchanges; pass `next_cursor` as `cursor` to get the next one.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct InterchangePage {
+    pub items: Vec<InterchangeSummary>,
+    pub next_cursor: Option<Uuid>,
+}
+
+/// One page of invoices; pass `next_cursor` as `cursor` to get the next one.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct InvoicePage {
+    pub items: Vec<InvoiceResource>,
+    pub next_cursor: Option<Uuid>,
+}

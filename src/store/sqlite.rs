@@ -1,0 +1,147 @@
+//! SQLite writes. `BEGIN IMMEDIATE` takes the database write lock before the claim, so concurrent
+//! deliveries of one key are serialized (WAL keeps readers going meanwhile); the claim upsert, the
+//! documents, invoices and lines, and the stored response then commit together.
+
+use std::str::FromStr;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::{PoolOptions, StoreError, effect_rows, position};
+use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
+
+pub(super) async fn connect(url: &str, options: &PoolOptions) -> Result<SqlitePool, StoreError> {
+    let connect = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(options.acquire_timeout);
+    Ok(SqlitePoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .connect_with(connect)
+        .await?)
+}
+
+const CLAIM: &str = "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id,
+        receiver_qualifier, receiver_id, control_number, payload_sha256, payload, content_type, status,
+        response_body, received_at, processed_at, last_delivery_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $15)
+    ON CONFLICT (source, message_id) DO UPDATE
+        SET deliveries = deliveries + 1, last_delivery_at = excluded.last_delivery_at
+    RETURNING id, deliveries = 1 AS fresh, status, payload_sha256,
+        CASE WHEN deliveries > 1 THEN response_body END AS response_body";
+
+const REPLACE_REJECTED: &str =
+    "UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
+        receiver_qualifier = $7, receiver_id = $8, control_number = $9, payload_sha256 = $10, payload = $11,
+        content_type = $12, status = $13, response_body = $14, received_at = $15, processed_at = $15,
+        payload_purged_at = NULL
+    WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $16";
+
+pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let claim: Claim = bind_inbox(sqlx::query_as(CLAIM), d).fetch_one(&mut *tx).await?;
+    let outcome = match decide(claim, d) {
+        Next::Done(Outcome::Recorded) => {
+            write_effects(&mut tx, d).await?;
+            Outcome::Recorded
+        }
+        Next::Done(outcome) => outcome,
+        // The write lock is held: nobody can have changed the rejected row since the claim.
+        Next::ReplaceRejected { previous_fingerprint } => {
+            bind_inbox(sqlx::query_as::<_, ()>(REPLACE_REJECTED), d)
+                .bind(previous_fingerprint)
+                .fetch_optional(&mut *tx)
+                .await?;
+            write_effects(&mut tx, d).await?;
+            Outcome::Recorded
+        }
+    };
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Binds `$1`–`$15`: the inbox row.
+fn bind_inbox<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments>,
+    d: &'q Delivery,
+) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(d.id)
+        .bind(&d.key.source)
+        .bind(&d.key.message_id)
+        .bind(d.envelope.standard.as_str())
+        .bind(&d.envelope.sender.qualifier)
+        .bind(&d.envelope.sender.id)
+        .bind(&d.envelope.receiver.qualifier)
+        .bind(&d.envelope.receiver.id)
+        .bind(&d.envelope.control_number)
+        .bind(&d.fingerprint)
+        .bind(d.payload.as_ref())
+        .bind(&d.content_type)
+        .bind(d.status.as_str())
+        .bind(&d.response)
+        .bind(d.received_at)
+}
+
+async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<(), StoreError> {
+    for stored in &d.documents {
+        sqlx::query(
+            "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(stored.id)
+        .bind(d.id)
+        .bind(position(stored.document.position))
+        .bind(&stored.document.kind)
+        .bind(&stored.document.control_number)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let (invoices, lines) = effect_rows(d);
+    for i in invoices {
+        sqlx::query(
+            "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency,
+                total, tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name,
+                buyer_qualifier, buyer_id, allowances_charges)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        )
+        .bind(i.id)
+        .bind(d.id)
+        .bind(i.document_id)
+        .bind(i.number)
+        .bind(i.issue_date)
+        .bind(i.purchase_order)
+        .bind(i.currency)
+        .bind(i.total)
+        .bind(i.tax_total)
+        .bind(i.tax_rate)
+        .bind(i.seller_name)
+        .bind(i.seller_qualifier)
+        .bind(i.seller_id)
+        .bind(i.buyer_name)
+        .bind(i.buyer_qualifier)
+        .bind(i.buyer_id)
+        .bind(i.allowances_charges)
+        .execute(&mut *tx)
+        .await?;
+    }
+    for l in lines {
+        sqlx::query(
+            "INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id,
+                description, amount) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(l.invoice_id)
+        .bind(l.line_number)
+        .bind(l.quantity)
+        .bind(l.unit)
+        .bind(l.unit_price)
+        .bind(l.product_id)
+        .bind(l.description)
+        .bind(l.amount)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}

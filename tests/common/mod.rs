@@ -1,0 +1,273 @@
+//! Test harness: spawns the real application on port 0 against a fresh database (a new SQLite file,
+//! or a new PostgreSQL database on the server named by `EDI_INBOX_TEST_POSTGRES`), and talks to it
+//! over HTTP like a partner would.
+#![allow(dead_code)] // each test binary uses its own part of the harness
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use edi_inbox::app::{self, App};
+use edi_inbox::config::{DatabaseConfig, LogFormat, ServerConfig};
+use serde_json::Value;
+use sqlx::Connection;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+/// The PostgreSQL server the tests create their databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("EDI_INBOX_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, empty database; dropped (PostgreSQL) or deleted (SQLite) by [`TestDb::remove`].
+pub struct TestDb {
+    pub url: String,
+    backend: Backend,
+    name: String,
+    dir: Option<PathBuf>,
+}
+
+impl TestDb {
+    pub async fn create(backend: Backend) -> TestDb {
+        let name = format!("edi_inbox_test_{}", Uuid::now_v7().simple());
+        match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(&name);
+                std::fs::create_dir_all(&dir).expect("temp dir");
+                let url = format!("sqlite://{}", dir.join("inbox.db").display());
+                TestDb { url, backend, name, dir: Some(dir) }
+            }
+            Backend::Postgres => {
+                let admin = postgres_admin_url();
+                let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+                    panic!(
+                        "PostgreSQL at {admin} is required for these tests (start it with scripts/test): {e}"
+                    )
+                });
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let url = match admin.rsplit_once('/') {
+                    Some((server, _)) => format!("{server}/{name}"),
+                    None => panic!("EDI_INBOX_TEST_POSTGRES must end with /DATABASE"),
+                };
+                TestDb { url, backend, name, dir: None }
+            }
+        }
+    }
+
+    pub async fn remove(self) {
+        match self.backend {
+            Backend::Sqlite => {
+                if let Some(dir) = self.dir {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            Backend::Postgres => {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await {
+                    let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+                    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await;
+                }
+            }
+        }
+    }
+}
+
+pub fn database_config(url: &str) -> DatabaseConfig {
+    DatabaseConfig { database_url: url.to_owned(), db_max_connections: 8, db_timeout: 2, retention_days: 90 }
+}
+
+pub fn server_config() -> ServerConfig {
+    ServerConfig {
+        bind: "127.0.0.1:0".parse().expect("address"),
+        body_limit: 10 * 1024 * 1024,
+        request_timeout: 30,
+        log_format: LogFormat::Pretty,
+    }
+}
+
+/// One running application instance.
+pub struct TestApp {
+    pub address: SocketAddr,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestApp {
+    /// Starts an instance on `database_url` (migrating it) with `server`.
+    pub async fn start(database: &DatabaseConfig, server: &ServerConfig) -> TestApp {
+        let store = app::open_store(database).await.expect("database opens and migrates");
+        let app = App::bind(store, server).await.expect("bind");
+        let address = app.local_addr().expect("address");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let served = tokio::spawn(app.serve(async move {
+            let _ = stopped.await;
+        }));
+        TestApp { address, client: reqwest::Client::new(), stop: Some(stop), served: Some(served) }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// POSTs `body` as `content_type` to the inbox.
+    pub async fn post(&self, body: impl Into<reqwest::Body>, content_type: &str) -> Reply {
+        let response = self
+            .client
+            .post(self.url("/v1/interchanges"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("POST reaches the server");
+        Reply::read(response).await
+    }
+
+    /// POSTs a fixture file (path under tests/fixtures).
+    pub async fn post_fixture(&self, path: &str) -> Reply {
+        self.post(fixture(path), content_type_of(path)).await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        Reply::read(self.client.get(self.url(path)).send().await.expect("GET reaches the server")).await
+    }
+
+    /// Every invoice currently booked, following the pagination.
+    pub async fn all_invoices(&self) -> Vec<Value> {
+        self.all_pages("/v1/invoices").await
+    }
+
+    /// Every interchange currently stored, following the pagination.
+    pub async fn all_interchanges(&self) -> Vec<Value> {
+        self.all_pages("/v1/interchanges").await
+    }
+
+    async fn all_pages(&self, path: &str) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page_path = match &cursor {
+                Some(c) => format!("{path}?limit=500&cursor={c}"),
+                None => format!("{path}?limit=500"),
+            };
+            let page = self.get(&page_path).await;
+            assert_eq!(page.status, 200, "{}", page.text);
+            let json = page.json();
+            items.extend(json["items"].as_array().expect("items").iter().cloned());
+            match json["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return items,
+            }
+        }
+    }
+
+    /// Stops serving (finishing requests in flight) and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+        }
+    }
+}
+
+/// An application on a fresh database of its own.
+pub struct Harness {
+    pub app: TestApp,
+    pub db: TestDb,
+}
+
+impl Harness {
+    pub async fn start(backend: Backend) -> Harness {
+        Harness::with_server(backend, server_config()).await
+    }
+
+    pub async fn with_server(backend: Backend, server: ServerConfig) -> Harness {
+        let db = TestDb::create(backend).await;
+        let app = TestApp::start(&database_config(&db.url), &server).await;
+        Harness { app, db }
+    }
+
+    pub async fn finish(self) {
+        self.app.stop().await;
+        self.db.remove().await;
+    }
+}
+
+/// A response, read completely.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    async fn read(response: reqwest::Response) -> Reply {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("response body");
+        Reply { status, headers, text }
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts an RFC 9457 problem of the given status and type.
+    pub fn assert_problem(&self, status: u16, kind: &str) -> Value {
+        assert_eq!(self.status, status, "{}", self.text);
+        assert_eq!(self.header("content-type"), Some("application/problem+json"), "{}", self.text);
+        let problem = self.json();
+        assert_eq!(problem["type"], format!("/problems/{kind}"), "{}", self.text);
+        assert_eq!(problem["status"], status);
+        assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
+        problem
+    }
+}
+
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path);
+    std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+pub fn content_type_of(path: &str) -> &'static str {
+    if path.starts_with("edifact") { "application/edifact" } else { "application/edi-x12" }
+}
+
+/// Runs an async test body once per backend, each as its own test.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name($crate::common::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name($crate::common::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}

@@ -1,0 +1,191 @@
+//! Every sample interchange in tests/fixtures gives the outcome its `expected.json` states, and the
+//! inbox guarantees (replay, conflict, rejected-then-corrected) hold, on SQLite and PostgreSQL.
+
+mod common;
+
+use common::{Backend, Harness, Reply, fixture};
+use serde_json::Value;
+
+fn expected() -> serde_json::Map<String, Value> {
+    let text = String::from_utf8(fixture("expected.json")).expect("utf-8");
+    serde_json::from_str::<Value>(&text).expect("json").as_object().expect("object").clone()
+}
+
+fn path_of(file: &str) -> String {
+    let dir =
+        if file.starts_with("invoic") || file == "invalid-unz-reference.edi" { "edifact" } else { "x12" };
+    format!("{dir}/{file}")
+}
+
+/// Checks the facts `expected.json` lists for a 201 against the interchange resource.
+fn check_created(file: &str, expected: &Value, reply: &Reply) {
+    assert_eq!(reply.status, 201, "{file}: {}", reply.text);
+    let body = reply.json();
+    assert_eq!(
+        reply.header("location"),
+        Some(format!("/v1/interchanges/{}", body["id"].as_str().unwrap()).as_str())
+    );
+    assert_eq!(body["status"], "processed", "{file}");
+    if let Some(standard) = expected.get("standard") {
+        assert_eq!(&body["standard"], standard, "{file}");
+    }
+    for party in ["sender", "receiver"] {
+        if let Some(ids) = expected.get(party) {
+            assert_eq!(body[party]["qualifier"], ids[0], "{file} {party}");
+            assert_eq!(body[party]["id"], ids[1], "{file} {party}");
+        }
+    }
+    if let Some(control) = expected.get("control_number") {
+        assert_eq!(&body["control_number"], control, "{file}");
+        assert_eq!(&body["idempotency_key"]["message_id"], control, "{file}");
+    }
+    let invoices = body["invoices"].as_array().expect("invoices");
+    let want = expected["invoices"].as_array().expect("expected invoices");
+    assert_eq!(invoices.len(), want.len(), "{file}");
+    for (got, want) in invoices.iter().zip(want) {
+        assert_eq!(got["number"], want["number"], "{file}");
+        assert_eq!(got["total"], want["total"], "{file}");
+        if let Some(currency) = want.get("currency") {
+            assert_eq!(&got["currency"], currency, "{file}");
+        }
+        if let Some(lines) = want.get("lines") {
+            assert_eq!(got["lines"].as_array().unwrap().len() as u64, lines.as_u64().unwrap(), "{file}");
+        }
+        if let Some(name) = want.get("seller_name") {
+            assert_eq!(&got["seller"]["name"], name, "{file}");
+        }
+        if let Some(name) = want.get("buyer_name") {
+            assert_eq!(&got["buyer"]["name"], name, "{file}");
+        }
+    }
+}
+
+async fn every_sample_gives_its_expected_outcome(backend: Backend) {
+    for (file, expected) in expected() {
+        // Each sample on its own database, so that "after X" means exactly that.
+        let h = Harness::start(backend).await;
+        let outcome = expected["expect"].as_str().unwrap();
+        let path = path_of(&file);
+        match outcome.split_once(" after ") {
+            Some((status, first)) => {
+                let original = h.app.post_fixture(&path_of(first)).await;
+                assert_eq!(original.status, 201, "{first}: {}", original.text);
+                let original_id = original.json()["id"].clone();
+                let reply = h.app.post_fixture(&path).await;
+                match status {
+                    "200" => {
+                        assert_eq!(reply.status, 200, "{file}: {}", reply.text);
+                        assert_eq!(reply.header("idempotent-replayed"), Some("true"));
+                        assert_eq!(reply.text, original.text, "{file}: a replay returns the original body");
+                    }
+                    "409" => {
+                        let problem = reply.assert_problem(409, "control-number-conflict");
+                        assert_eq!(problem["interchange_id"], original_id, "{file}");
+                    }
+                    other => panic!("unknown expectation {other}"),
+                }
+                assert_eq!(
+                    h.app.all_invoices().await.len(),
+                    original.json()["invoices"].as_array().unwrap().len()
+                );
+            }
+            None => {
+                let reply = h.app.post_fixture(&path).await;
+                match outcome {
+                    "201" => check_created(&file, &expected, &reply),
+                    "422" => {
+                        let problem = reply.assert_problem(422, "invalid-interchange");
+                        assert_eq!(problem["segment"], expected["segment"], "{file}: {}", reply.text);
+                        assert!(problem["segment_position"].as_u64().is_some(), "{file}");
+                        assert!(problem["interchange_id"].as_str().is_some(), "{file}");
+                        assert_eq!(h.app.all_interchanges().await.len(), 1, "{file}: stored as rejected");
+                        assert!(h.app.all_invoices().await.is_empty(), "{file}");
+                    }
+                    "400" => {
+                        reply.assert_problem(400, "malformed-interchange");
+                        assert!(h.app.all_interchanges().await.is_empty(), "{file}: nothing stored");
+                    }
+                    other => panic!("unknown expectation {other}"),
+                }
+            }
+        }
+        h.finish().await;
+    }
+}
+
+async fn replay_is_byte_identical_and_counted(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let first = h.app.post_fixture("edifact/invoic-d96a.edi").await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    assert_eq!(first.header("idempotent-replayed"), None);
+    for _ in 0..2 {
+        let again = h.app.post_fixture("edifact/invoic-d96a.edi").await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.header("idempotent-replayed"), Some("true"));
+        assert_eq!(again.text, first.text);
+    }
+    let id = first.json()["id"].as_str().unwrap().to_owned();
+    let stored = h.app.get(&format!("/v1/interchanges/{id}")).await;
+    assert_eq!(stored.status, 200);
+    assert_eq!(stored.text, first.text, "GET returns the same resource");
+    let listed = h.app.get("/v1/interchanges?control_number=1042").await.json();
+    assert_eq!(listed["items"][0]["deliveries"], 3);
+    assert_eq!(h.app.all_invoices().await.len(), 1);
+    h.finish().await;
+}
+
+async fn conflict_creates_nothing(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let original = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(original.status, 201);
+    let before = h.app.all_invoices().await;
+    let conflict = h.app.post_fixture("x12/810-single-conflict.edi").await;
+    conflict.assert_problem(409, "control-number-conflict");
+    assert_eq!(h.app.all_invoices().await, before);
+    assert_eq!(h.app.all_interchanges().await.len(), 1);
+    // The original is untouched and still replays.
+    let replay = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!((replay.status, replay.text), (200, original.text));
+    h.finish().await;
+}
+
+async fn rejected_interchange_replays_then_a_corrected_resend_replaces_it(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let rejected = h.app.post_fixture("x12/invalid-iea-count.edi").await;
+    let problem = rejected.assert_problem(422, "invalid-interchange");
+    assert_eq!(problem["segment"], "IEA");
+    assert_eq!(problem["element"], "IEA01");
+    assert_eq!(problem["segment_position"], 20);
+    let replay = h.app.post_fixture("x12/invalid-iea-count.edi").await;
+    assert_eq!(replay.status, 422);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replay.text, rejected.text);
+
+    let id = problem["interchange_id"].as_str().unwrap();
+    let resource = h.app.get(&format!("/v1/interchanges/{id}")).await.json();
+    assert_eq!(resource["status"], "rejected");
+    assert_eq!(resource["error"], problem);
+    assert_eq!(resource["control_number"], "000001145");
+    assert!(h.app.all_invoices().await.is_empty());
+
+    let corrected =
+        String::from_utf8(fixture("x12/invalid-iea-count.edi")).unwrap().replace("IEA*2*", "IEA*1*");
+    let accepted = h.app.post(corrected.clone(), "application/edi-x12").await;
+    assert_eq!(accepted.status, 201, "{}", accepted.text);
+    assert_eq!(h.app.all_invoices().await.len(), 1);
+    let replay = h.app.post(corrected, "application/edi-x12").await;
+    assert_eq!((replay.status, replay.text), (200, accepted.text));
+    // The rejected delivery now conflicts with the booked content.
+    h.app.post_fixture("x12/invalid-iea-count.edi").await.assert_problem(409, "control-number-conflict");
+    let listed = h.app.all_interchanges().await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["deliveries"], 5);
+    h.finish().await;
+}
+
+both_backends!(
+    every_sample_gives_its_expected_outcome,
+    replay_is_byte_identical_and_counted,
+    conflict_creates_nothing,
+    rejected_interchange_replays_then_a_corrected_resend_replaces_it,
+);

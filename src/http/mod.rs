@@ -22,7 +22,7 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use utoipa_swagger_ui::SwaggerUi;
+use utoipa_swagger_ui::{Config, SwaggerUi};
 use uuid::Uuid;
 
 use crate::store::Store;
@@ -64,7 +64,7 @@ pub fn router(ctx: ApiContext) -> Router {
     let (api, doc) = api();
     let timeout = ctx.request_timeout;
     let spec = openapi::to_json(&doc);
-    api.merge(SwaggerUi::new("/swagger-ui"))
+    api.merge(SwaggerUi::new("/swagger-ui").config(Config::from("/openapi.json")))
         .route(
             "/openapi.json",
             axum::routing::get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], spec) }),

@@ -1,0 +1,17 @@
+//! Fuzz target: the full interchange → documents → invoices mapping never panics, and what it
+//! accepts serializes to JSON (the stored response) without failing.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(interchange) = edi_inbox::edi::read(data)
+        && let Ok(documents) = interchange.documents()
+    {
+        for document in documents {
+            if let Some(invoice) = document.invoice {
+                serde_json::to_string(&invoice).expect("an invoice always serializes");
+            }
+        }
+    }
+});

@@ -157,7 +157,8 @@ fn cents(value: u64) -> Decimal {
 
 /// Parses and maps whatever it is given; the result does not matter, only that it returns.
 fn parse_everything(bytes: &[u8]) {
-    if let Ok(interchange) = edi::read(bytes) {
+    let mut scratch = Vec::new();
+    if let Ok(interchange) = edi::parse(bytes, &mut scratch) {
         let _ = interchange.fingerprint();
         let _ = interchange.documents();
     }
@@ -229,6 +230,20 @@ proptest! {
         let fingerprint = |text: &str| edi::read(text.as_bytes()).expect("header").fingerprint();
         prop_assert_eq!(fingerprint(&plain), fingerprint(&wrapped));
         prop_assert_eq!(fingerprint(&plain), fingerprint(&restamped));
+    }
+
+    #[test]
+    fn segments_wrapped_over_lines_read_like_unwrapped_ones(groups in groups(), crlf in any::<bool>()) {
+        let plain = x12("ACME", 7, ('*', '>', '~'), false, &groups);
+        // A mainframe-style 80-column wrap: line breaks fall inside segments and elements.
+        let line_end = if crlf { "\r\n" } else { "\n" };
+        let wrapped = plain.as_bytes().chunks(80).map(|chunk| String::from_utf8(chunk.to_vec()).unwrap()).collect::<Vec<_>>().join(line_end);
+        let mut scratch = Vec::new();
+        let interchange = edi::parse(wrapped.as_bytes(), &mut scratch).expect("header");
+        let expected = edi::read(plain.as_bytes()).expect("header");
+        prop_assert_eq!(&interchange.envelope, &expected.envelope);
+        prop_assert_eq!(interchange.fingerprint(), expected.fingerprint());
+        prop_assert_eq!(interchange.documents().expect("valid"), expected.documents().expect("valid"));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(interchange) = edi_inbox::edi::read(data)
+    let mut scratch = Vec::new();
+    if let Ok(interchange) = edi_inbox::edi::parse(data, &mut scratch)
         && let Ok(documents) = interchange.documents()
     {
         for document in documents {

@@ -4,7 +4,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(interchange) = edi_inbox::edi::read(data) {
+    let mut scratch = Vec::new();
+    if let Ok(interchange) = edi_inbox::edi::parse(data, &mut scratch) {
         let _ = interchange.fingerprint();
     }
 });

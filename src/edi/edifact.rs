@@ -3,8 +3,8 @@
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
 use super::{
-    Document, EdiError, Envelope, Interchange, PartyId, Standard, expect_count, expect_reference, invoice,
-    require_terminated, trailing_data,
+    Document, EdiError, Envelope, Interchange, PartyId, Standard, Unique, expect_count, expect_reference,
+    invoice, require_terminated, trailing_data,
 };
 
 const DEFAULTS: Delimiters =
@@ -96,6 +96,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
         ));
     }
     let mut documents = Vec::new();
+    let (mut group_numbers, mut message_numbers) = (Unique::default(), Unique::default());
     let (mut groups, mut ungrouped_messages) = (0, 0);
     // (index of the open UNG, messages seen in it)
     let mut group: Option<(usize, usize)> = None;
@@ -114,6 +115,8 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
                         segment.error(None, "an interchange has either groups or bare messages, not both")
                     );
                 }
+                group_numbers.check(segment, 5)?;
+                message_numbers.clear();
                 group = Some((i, 0));
                 groups += 1;
             }
@@ -129,6 +132,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
                     }
                     None => ungrouped_messages += 1,
                 }
+                message_numbers.check(segment, 1)?;
                 message = Some(i);
             }
             b"UNT" => {
@@ -180,8 +184,14 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
 fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
     let unh = &message[0];
     let kind = ic.text(unh, unh.component(2, 1), 2)?;
-    let invoice = if kind == "INVOIC" { Some(invoice::from_invoic(ic, message)?) } else { None };
-    Ok(Document { control_number: ic.text(unh, unh.element(1), 1)?, kind, position: unh.position, invoice })
+    let control_number = ic.text(unh, unh.element(1), 1)?;
+    let (invoice, warnings) = if kind == "INVOIC" {
+        let (invoice, warnings) = invoice::from_invoic(ic, message, &control_number)?;
+        (Some(invoice), warnings)
+    } else {
+        (None, Vec::new())
+    };
+    Ok(Document { control_number, kind, position: unh.position, invoice, warnings })
 }
 
 #[cfg(test)]
@@ -235,6 +245,51 @@ LIN+1++P1:EN'QTY+47:2'MOA+203:10.00'PRI+AAA:5.00'UNS+S'MOA+77:10.00'UNT+12+1'UNZ
             assert_eq!(err.segment_position, Some(position), "{to}: {err:?}");
             assert_eq!(err.element.as_deref(), element, "{to}: {err:?}");
         }
+    }
+
+    /// The seller name decoded from raw name bytes under a syntax identifier.
+    fn seller_name(syntax: &str, name: &[u8]) -> Result<Option<String>, crate::edi::EdiError> {
+        let bytes = [
+            INVOIC.replace("UNOC", syntax).split("Caf").next().unwrap().as_bytes(),
+            name,
+            INVOIC.split("Co'").nth(1).map(|rest| format!("'{rest}")).unwrap().as_bytes(),
+        ]
+        .concat();
+        let docs = read(&bytes)?.documents()?;
+        Ok(docs[0].invoice.as_ref().unwrap().seller.as_ref().unwrap().name.clone())
+    }
+
+    #[test]
+    fn text_is_decoded_per_syntax_identifier() {
+        let cases: [(&str, &[u8], &str); 6] = [
+            ("UNOA", b"ACME", "ACME"),
+            ("UNOC", b"M\xfcller", "Müller"),
+            ("UNOD", b"\xa3\xf3d\xbc", "Łódź"),
+            ("UNOE", b"\xb6\xd8\xe0", "Жир"),
+            ("UNOF", b"\xd9\xe1", "Ωα"),
+            ("UNOW", "Zürich ?+ 東京".as_bytes(), "Zürich + 東京"),
+        ];
+        for (syntax, raw, expected) in cases {
+            assert_eq!(seller_name(syntax, raw).unwrap().as_deref(), Some(expected), "{syntax}");
+        }
+    }
+
+    #[test]
+    fn bytes_outside_the_charset_are_positioned_errors() {
+        for (syntax, raw) in [("UNOA", &b"M\xfcller"[..]), ("UNOB", b"\x80"), ("UNOW", b"M\xfcller")] {
+            let err = seller_name(syntax, raw).unwrap_err();
+            assert_eq!(err.segment.as_deref(), Some("NAD"), "{syntax}");
+            assert_eq!(err.segment_position, Some(5), "{syntax}");
+            assert_eq!(err.element.as_deref(), Some("NAD04"), "{syntax}");
+        }
+    }
+
+    #[test]
+    fn repeated_message_references_are_refused() {
+        let twice = INVOIC.replace("UNZ+1+77'", "").to_owned()
+            + &INVOIC[INVOIC.find("UNH").unwrap()..].replace("UNZ+1+77'", "UNZ+2+77'");
+        let err = read(&latin1(&twice)).unwrap().documents().unwrap_err();
+        assert_eq!((err.segment_position, err.element.as_deref()), (Some(14), Some("UNH01")));
     }
 
     #[test]

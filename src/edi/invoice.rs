@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::syntax::Segment;
-use super::{EdiError, Interchange};
+use super::{EdiError, Interchange, Warning};
 
 /// The accounting view of one invoice document.
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
@@ -176,7 +176,11 @@ fn missing(header: &Segment<'_>, message: &str) -> EdiError {
 }
 
 /// Maps an 810 transaction set (ST..SE inclusive).
-pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invoice, EdiError> {
+pub(super) fn from_810(
+    ic: &Interchange<'_>,
+    set: &[Segment<'_>],
+    control_number: &str,
+) -> Result<(Invoice, Vec<Warning>), EdiError> {
     let r = Reader { ic };
     let st = &set[0];
     let (mut number, mut issue_date, mut purchase_order, mut currency, mut total) =
@@ -185,6 +189,7 @@ pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invo
     let (mut seller, mut remit_to, mut buyer, mut bill_to) = (None, None, None, None);
     let mut lines: Vec<InvoiceLine> = Vec::new();
     let mut allowances_charges = Vec::new();
+    let mut total_position = None;
     for segment in &set[1..set.len() - 1] {
         let s = segment;
         match s.tag() {
@@ -227,12 +232,9 @@ pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invo
                 }
             }
             b"TDS" => {
-                total = r.decimal(
-                    s,
-                    Some(r.required(s, r.element(s, 1)?, 1, "total invoice amount")?),
-                    1,
-                    Some(2),
-                )?
+                let stated = r.required(s, r.element(s, 1)?, 1, "total invoice amount")?;
+                total = r.decimal(s, Some(stated), 1, Some(2))?;
+                total_position = Some(s.position);
             }
             b"TXI" => {
                 tax_total = r.decimal(s, r.element(s, 2)?, 2, None)?.or(tax_total);
@@ -255,7 +257,7 @@ pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invo
             _ => {}
         }
     }
-    Ok(Invoice {
+    let invoice = Invoice {
         number: number.ok_or_else(|| missing(st, "the 810 has no BIG segment (invoice number and date)"))?,
         issue_date: issue_date
             .ok_or_else(|| missing(st, "the 810 has no BIG segment (invoice number and date)"))?,
@@ -268,11 +270,34 @@ pub(super) fn from_810(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Invo
         buyer: buyer.or(bill_to),
         lines,
         allowances_charges,
-    })
+    };
+    // TDS01 is the lines plus charges less allowances (plus tax, when TXI states it).
+    let adjustments: Decimal = invoice
+        .allowances_charges
+        .iter()
+        .map(|ac| if ac.kind == "allowance" { -ac.amount } else { ac.amount })
+        .sum();
+    let computed = lines_total(&invoice) + adjustments + invoice.tax_total.unwrap_or_default();
+    let mut warnings = Vec::new();
+    if computed != invoice.total {
+        warnings.push(Warning {
+            document: control_number.to_owned(),
+            segment_position: total_position,
+            message: format!(
+                "TDS01 total {} differs from the lines plus charges less allowances and tax ({computed})",
+                invoice.total
+            ),
+        });
+    }
+    Ok((invoice, warnings))
 }
 
 /// Maps an INVOIC message (UNH..UNT inclusive).
-pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Invoice, EdiError> {
+pub(super) fn from_invoic(
+    ic: &Interchange<'_>,
+    message: &[Segment<'_>],
+    control_number: &str,
+) -> Result<(Invoice, Vec<Warning>), EdiError> {
     let r = Reader { ic };
     let unh = &message[0];
     let (mut number, mut issue_date, mut purchase_order, mut currency) = (None, None, None, None);
@@ -280,6 +305,8 @@ pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Resu
     let (mut seller, mut invoicer, mut buyer, mut invoicee) = (None, None, None, None);
     let mut lines: Vec<InvoiceLine> = Vec::new();
     let mut summary = false;
+    // (amount, segment position) of MOA 79 line items total, 125 taxable amount, 77 invoice amount.
+    let (mut lines_moa, mut taxable_moa, mut invoice_position) = (None, None, None);
     for segment in &message[1..message.len() - 1] {
         let s = segment;
         match s.tag() {
@@ -340,7 +367,12 @@ pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Resu
                             line.amount = amount.unwrap_or_default();
                         }
                     }
-                    (true, b"77") => invoice_amount = amount,
+                    (true, b"77") => {
+                        invoice_amount = amount;
+                        invoice_position = Some(s.position);
+                    }
+                    (true, b"79") => lines_moa = amount.map(|a| (a, s.position)),
+                    (true, b"125") => taxable_moa = amount,
                     (true, b"86") => message_total = amount,
                     (true, b"124") => tax_total = amount,
                     _ => {}
@@ -358,7 +390,7 @@ pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Resu
             line.amount = line.quantity * line.unit_price.unwrap_or_default();
         }
     }
-    Ok(Invoice {
+    let invoice = Invoice {
         number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,
         issue_date: issue_date
             .ok_or_else(|| missing(unh, "the INVOIC has no DTM+137 segment (document date)"))?,
@@ -373,7 +405,35 @@ pub(super) fn from_invoic(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Resu
         buyer: buyer.or(invoicee),
         lines,
         allowances_charges: Vec::new(),
-    })
+    };
+    let mut warnings = Vec::new();
+    let mut warn = |segment_position: Option<usize>, message: String| {
+        warnings.push(Warning { document: control_number.to_owned(), segment_position, message });
+    };
+    if let Some((stated, position)) = lines_moa
+        && stated != lines_total(&invoice)
+    {
+        warn(
+            Some(position),
+            format!(
+                "MOA 79 line total {stated} differs from the sum of the lines ({})",
+                lines_total(&invoice)
+            ),
+        );
+    }
+    if let (Some(taxable), Some(tax)) = (taxable_moa, invoice.tax_total)
+        && taxable + tax != invoice.total
+    {
+        warn(
+            invoice_position,
+            format!("MOA 77 total {} differs from MOA 125 plus MOA 124 ({})", invoice.total, taxable + tax),
+        );
+    }
+    Ok((invoice, warnings))
+}
+
+fn lines_total(invoice: &Invoice) -> Decimal {
+    invoice.lines.iter().map(|line| line.amount).sum()
 }
 
 fn line_number(lines: &[InvoiceLine]) -> u32 {

@@ -88,6 +88,17 @@ pub struct Document {
     pub position: usize,
     /// Present when the document is an invoice.
     pub invoice: Option<Invoice>,
+    /// Findings that do not reject the document, such as totals that disagree with the lines.
+    pub warnings: Vec<Warning>,
+}
+
+/// Something worth a person's look that does not make the interchange invalid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Warning {
+    /// Control number of the document (ST02 / UNH 0062).
+    pub document: String,
+    pub segment_position: Option<usize>,
+    pub message: String,
 }
 
 /// An interchange whose header has been read: the key is known, the body not yet validated.
@@ -120,9 +131,32 @@ pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
     }
 }
 
+/// Reads an interchange like [`read`], also when a sender wrapped segments over several lines
+/// (fixed-width line breaks inside segments): such an interchange is read from a copy without line
+/// breaks, made in `scratch`. Interchanges whose segment terminator is a line break are read as they are.
+pub fn parse<'a>(input: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Interchange<'a>, EdiError> {
+    let interchange = read(input)?;
+    if !interchange.is_wrapped() {
+        return Ok(interchange);
+    }
+    scratch.clear();
+    scratch.extend(input.iter().copied().filter(|b| !matches!(b, b'\r' | b'\n')));
+    let unwrapped: &'a [u8] = scratch;
+    read(unwrapped)
+}
+
 impl<'a> Interchange<'a> {
+    /// True when line breaks stand inside segments rather than only between them.
+    fn is_wrapped(&self) -> bool {
+        let d = self.delimiters;
+        let separators = [d.segment, d.element, d.component];
+        !separators.iter().any(|b| matches!(b, b'\r' | b'\n'))
+            && self.segments.iter().any(|segment| memchr::memchr2(b'\r', b'\n', segment.bytes).is_some())
+    }
+
     /// Validates the envelope structure and maps every document; the first error wins.
     pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
+        self.check_charset()?;
         match self.envelope.standard {
             Standard::X12 => x12::documents(self),
             Standard::Edifact => edifact::documents(self),
@@ -158,6 +192,27 @@ impl<'a> Interchange<'a> {
             hash.update([d.segment]);
         }
         format!("{:x}", hash.finalize())
+    }
+
+    /// Every segment must be valid in the interchange's character set, read or not: a byte outside it
+    /// is reported where it stands, never mangled.
+    fn check_charset(&self) -> Result<(), EdiError> {
+        if self.charset == Charset::Latin1 {
+            return Ok(());
+        }
+        for segment in &self.segments {
+            if let Err(at) = self.charset.decode(segment.bytes) {
+                let element =
+                    syntax::split(&segment.bytes[..at], self.delimiters.element, self.delimiters.release)
+                        .count()
+                        - 1;
+                return Err(segment.error(
+                    (element > 0).then(|| segment.element_name(element)),
+                    format!("byte 0x{:02X} is not valid in the interchange character set", segment.bytes[at]),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Decodes an element's text: release characters removed, charset applied.
@@ -226,6 +281,34 @@ fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<()
         Some(extra) => {
             Err(extra.error(None, format!("data after the {} interchange trailer", trailer.tag_str())))
         }
+    }
+}
+
+/// Control numbers already used at one envelope level, to refuse a repeat.
+#[derive(Default)]
+struct Unique<'a> {
+    seen: std::collections::HashMap<&'a [u8], usize>,
+}
+
+impl<'a> Unique<'a> {
+    /// Errs when element `n` of `segment` repeats a control number seen before at this level.
+    fn check(&mut self, segment: &Segment<'a>, n: usize) -> Result<(), EdiError> {
+        let value = segment.element(n);
+        match self.seen.insert(value, segment.position) {
+            None => Ok(()),
+            Some(first) => Err(segment.error(
+                Some(segment.element_name(n)),
+                format!(
+                    "{} {:?} repeats the control number of segment {first}",
+                    segment.element_name(n),
+                    String::from_utf8_lossy(value)
+                ),
+            )),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.seen.clear();
     }
 }
 

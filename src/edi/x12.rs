@@ -7,8 +7,8 @@
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
 use super::{
-    Document, EdiError, Envelope, Interchange, PartyId, Standard, expect_count, expect_reference, invoice,
-    require_terminated, trailing_data,
+    Document, EdiError, Envelope, Interchange, PartyId, Standard, Unique, expect_count, expect_reference,
+    invoice, require_terminated, trailing_data,
 };
 
 /// Number of elements in an ISA segment.
@@ -78,6 +78,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
     let segments = &ic.segments;
     let isa = &segments[0];
     let mut documents = Vec::new();
+    let (mut group_numbers, mut set_numbers) = (Unique::default(), Unique::default());
     let mut groups = 0;
     // (index of the open GS, transaction sets seen in it)
     let mut group: Option<(usize, usize)> = None;
@@ -91,6 +92,8 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
                 if group.is_some() {
                     return Err(segment.error(None, "GS before the previous group's GE"));
                 }
+                group_numbers.check(segment, 6)?;
+                set_numbers.clear();
                 group = Some((i, 0));
                 groups += 1;
             }
@@ -101,6 +104,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
                 if set.is_some() {
                     return Err(segment.error(None, "ST before the previous transaction set's SE"));
                 }
+                set_numbers.check(segment, 2)?;
                 set = Some(i);
                 *sets += 1;
             }
@@ -151,8 +155,14 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
 fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
     let st = &set[0];
     let kind = ic.text(st, st.element(1), 1)?;
-    let invoice = if kind == "810" { Some(invoice::from_810(ic, set)?) } else { None };
-    Ok(Document { control_number: ic.text(st, st.element(2), 2)?, kind, position: st.position, invoice })
+    let control_number = ic.text(st, st.element(2), 2)?;
+    let (invoice, warnings) = if kind == "810" {
+        let (invoice, warnings) = invoice::from_810(ic, set, &control_number)?;
+        (Some(invoice), warnings)
+    } else {
+        (None, Vec::new())
+    };
+    Ok(Document { control_number, kind, position: st.position, invoice, warnings })
 }
 
 #[cfg(test)]
@@ -195,6 +205,13 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
             ("IEA*1*000000007~", "IEA*1*00000", 9, None),
             ("IEA*1*000000007~", "", 8, None),
             ("ST*810*0001~", "", 3, None),
+            ("GE*1*7~", "GE*1*7~GS*IN*ACME*BUYER*20260317*1015*7*X*004010~GE*0*7~", 9, Some("GS06")),
+            (
+                "SE*5*0001~",
+                "SE*5*0001~ST*810*0001~BIG*20260317*INV-8~IT1*1*2*EA*1.50~TDS*300~SE*5*0001~",
+                8,
+                Some("ST02"),
+            ),
         ];
         for (from, to, position, element) in cases {
             let text = String::from_utf8(ONE_810.to_vec()).unwrap().replace(from, to);
@@ -202,6 +219,25 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
             assert_eq!(err.segment_position, Some(*position), "{to}: {err:?}");
             assert_eq!(err.element.as_deref(), *element, "{to}: {err:?}");
         }
+    }
+
+    #[test]
+    fn non_ascii_bytes_are_positioned_errors() {
+        let bytes = [&ONE_810[..ONE_810.len() - 60], &b"\xe9"[..], &ONE_810[ONE_810.len() - 60..]].concat();
+        let err = read(&bytes).unwrap().documents().unwrap_err();
+        assert!(err.message.contains("0xE9"), "{err:?}");
+        assert!(err.segment_position.is_some() && err.element.is_some(), "{err:?}");
+    }
+
+    #[test]
+    fn totals_that_disagree_with_lines_are_warnings() {
+        let ic = read(ONE_810).unwrap();
+        assert!(ic.documents().unwrap()[0].warnings.is_empty());
+        let off = String::from_utf8(ONE_810.to_vec()).unwrap().replace("TDS*300", "TDS*301");
+        let docs = read(off.as_bytes()).unwrap().documents().unwrap();
+        let warning = &docs[0].warnings[0];
+        assert_eq!((warning.document.as_str(), warning.segment_position), ("0001", Some(6)));
+        assert!(warning.message.contains("3.01"), "{warning:?}");
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub async fn receive(
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(ctx.body_limit),
         _ => ApiError::BadRequest(rejection.body_text()),
     })?;
-    let interchange = edi::read(&body).map_err(ApiError::Malformed)?;
+    let mut unwrapped = Vec::new();
+    let interchange = edi::parse(&body, &mut unwrapped).map_err(ApiError::Malformed)?;
     let delivery = match interchange.documents() {
         Ok(documents) => {
             Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
@@ -196,6 +197,7 @@ fn rejected_resource(row: StoredInterchange) -> Result<InterchangeResource, ApiE
         processed_at: row.processed_at,
         documents: Vec::new(),
         invoices: Vec::new(),
+        warnings: Vec::new(),
         error: Some(serde_json::from_str(&row.response_body).map_err(|_| ApiError::Internal)?),
     })
 }

@@ -167,6 +167,7 @@ impl Delivery {
                     })
                 })
                 .collect(),
+            warnings: self.documents.iter().flat_map(|d| d.document.warnings.iter().cloned()).collect(),
             error,
         }
     }

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Status;
-use crate::edi::{Invoice, PartyId, Standard};
+use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
@@ -61,6 +61,8 @@ pub struct InterchangeResource {
     pub processed_at: DateTime<Utc>,
     pub documents: Vec<DocumentResource>,
     pub invoices: Vec<InvoiceResource>,
+    /// Findings that did not reject the interchange, e.g. a total that disagrees with its lines.
+    pub warnings: Vec<Warning>,
     /// For a rejected interchange: the problem it was rejected with.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

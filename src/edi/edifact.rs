@@ -17,6 +17,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
     let body = &input[start..];
     let (delimiters, decimal_mark, service_advice) = if body.starts_with(b"UNA") {
         let una = body.get(..UNA_LEN).ok_or_else(|| EdiError {
+            kind: super::ErrorKind::Structure,
             message: "the UNA service string advice is truncated: it has six service characters".into(),
             segment_position: None,
             segment: Some("UNA".into()),
@@ -48,6 +49,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
         let raw = super::syntax::unescape(unb.component(n, c), delimiters.release);
         charset.decode(&raw).map(|s| s.trim().to_owned()).map_err(|_| {
             unb.error(Some(unb.element_name(n)), "the UNB contains bytes outside its character set")
+                .with_kind(super::ErrorKind::Charset)
         })
     };
     let envelope = Envelope {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::syntax::Segment;
-use super::{EdiError, Interchange, Warning};
+use super::{EdiError, ErrorKind, Interchange, Warning};
 
 /// The accounting view of one invoice document.
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
@@ -107,10 +107,12 @@ impl Reader<'_, '_> {
         what: &str,
     ) -> Result<String, EdiError> {
         value.ok_or_else(|| {
-            segment.error(
-                Some(segment.element_name(n)),
-                format!("{} ({what}) is required", segment.element_name(n)),
-            )
+            segment
+                .error(
+                    Some(segment.element_name(n)),
+                    format!("{} ({what}) is required", segment.element_name(n)),
+                )
+                .with_kind(ErrorKind::Missing)
         })
     }
 
@@ -124,14 +126,16 @@ impl Reader<'_, '_> {
     ) -> Result<Option<Decimal>, EdiError> {
         let Some(text) = value else { return Ok(None) };
         let invalid = || {
-            segment.error(
-                Some(segment.element_name(n)),
-                format!(
-                    "{} must be a {}number, found {text:?}",
-                    segment.element_name(n),
-                    if implied.is_some() { "whole " } else { "" }
-                ),
-            )
+            segment
+                .error(
+                    Some(segment.element_name(n)),
+                    format!(
+                        "{} must be a {}number, found {text:?}",
+                        segment.element_name(n),
+                        if implied.is_some() { "whole " } else { "" }
+                    ),
+                )
+                .with_kind(ErrorKind::Invalid)
         };
         let normalized = if self.ic.decimal_mark == b'.' {
             text.clone()
@@ -162,17 +166,19 @@ impl Reader<'_, '_> {
         let Some(text) = value else { return Ok(None) };
         text.get(..8).and_then(|day| NaiveDate::parse_from_str(day, "%Y%m%d").ok()).map(Some).ok_or_else(
             || {
-                segment.error(
-                    Some(segment.element_name(n)),
-                    format!("{} must be a date CCYYMMDD, found {text:?}", segment.element_name(n)),
-                )
+                segment
+                    .error(
+                        Some(segment.element_name(n)),
+                        format!("{} must be a date CCYYMMDD, found {text:?}", segment.element_name(n)),
+                    )
+                    .with_kind(ErrorKind::InvalidDate)
             },
         )
     }
 }
 
 fn missing(header: &Segment<'_>, message: &str) -> EdiError {
-    header.error(None, message)
+    header.error(None, message).with_kind(ErrorKind::Missing)
 }
 
 /// Maps an 810 transaction set (ST..SE inclusive).

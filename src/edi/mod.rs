@@ -6,6 +6,7 @@
 //! [`Interchange::documents`] then validates the envelope structure and maps every document; a failure
 //! there is an *invalid* interchange (422) that still has a key, so it is stored and replayed.
 
+pub mod ack;
 mod edifact;
 pub mod invoice;
 pub mod syntax;
@@ -60,10 +61,33 @@ pub struct Envelope {
     pub control_number: String,
 }
 
+/// What kind of rule an error breaks; acknowledgements turn it into the standard's error codes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Segments in the wrong place, missing or extra envelopes, data after the trailer.
+    #[default]
+    Structure,
+    /// A trailer count differs from what was received.
+    Count,
+    /// A trailer control number differs from its header's.
+    Reference,
+    /// A control number repeats one used before at the same level.
+    Duplicate,
+    /// A required segment or element is absent.
+    Missing,
+    /// A value is not of its type (number, code).
+    Invalid,
+    /// A date is not a valid date.
+    InvalidDate,
+    /// A byte outside the interchange character set.
+    Charset,
+}
+
 /// A syntax or content error, located as precisely as the input allows.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct EdiError {
+    pub kind: ErrorKind,
     pub message: String,
     /// 1-based segment number in the interchange (ISA or UNB is 1; a UNA is not counted).
     pub segment_position: Option<usize>,
@@ -74,7 +98,24 @@ pub struct EdiError {
 
 impl EdiError {
     pub fn unlocated(message: impl Into<String>) -> EdiError {
-        EdiError { message: message.into(), segment_position: None, segment: None, element: None }
+        EdiError {
+            kind: ErrorKind::Structure,
+            message: message.into(),
+            segment_position: None,
+            segment: None,
+            element: None,
+        }
+    }
+
+    pub fn with_kind(mut self, kind: ErrorKind) -> EdiError {
+        self.kind = kind;
+        self
+    }
+
+    /// The 1-based element number of [`EdiError::element`] (`SE01` → 1).
+    pub fn element_number(&self) -> Option<usize> {
+        let element = self.element.as_deref()?;
+        element.get(element.len().checked_sub(2)?..)?.parse().ok()
     }
 }
 
@@ -206,10 +247,15 @@ impl<'a> Interchange<'a> {
                     syntax::split(&segment.bytes[..at], self.delimiters.element, self.delimiters.release)
                         .count()
                         - 1;
-                return Err(segment.error(
-                    (element > 0).then(|| segment.element_name(element)),
-                    format!("byte 0x{:02X} is not valid in the interchange character set", segment.bytes[at]),
-                ));
+                return Err(segment
+                    .error(
+                        (element > 0).then(|| segment.element_name(element)),
+                        format!(
+                            "byte 0x{:02X} is not valid in the interchange character set",
+                            segment.bytes[at]
+                        ),
+                    )
+                    .with_kind(ErrorKind::Charset));
             }
         }
         Ok(())
@@ -219,10 +265,12 @@ impl<'a> Interchange<'a> {
     fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
         let unescaped = syntax::unescape(raw, self.delimiters.release);
         self.charset.decode(&unescaped).map(|text| text.trim_end().to_owned()).map_err(|at| {
-            segment.error(
-                Some(segment.element_name(element)),
-                format!("byte 0x{:02X} is not valid in the interchange character set", unescaped[at]),
-            )
+            segment
+                .error(
+                    Some(segment.element_name(element)),
+                    format!("byte 0x{:02X} is not valid in the interchange character set", unescaped[at]),
+                )
+                .with_kind(ErrorKind::Charset)
         })
     }
 }
@@ -231,14 +279,16 @@ impl<'a> Interchange<'a> {
 fn count(segment: &Segment<'_>, element: usize) -> Result<usize, EdiError> {
     let raw = segment.element(element);
     std::str::from_utf8(raw).ok().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
-        segment.error(
-            Some(segment.element_name(element)),
-            format!(
-                "{} must be a number, found {:?}",
-                segment.element_name(element),
-                String::from_utf8_lossy(raw)
-            ),
-        )
+        segment
+            .error(
+                Some(segment.element_name(element)),
+                format!(
+                    "{} must be a number, found {:?}",
+                    segment.element_name(element),
+                    String::from_utf8_lossy(raw)
+                ),
+            )
+            .with_kind(ErrorKind::Invalid)
     })
 }
 
@@ -248,15 +298,17 @@ fn expect_reference(segment: &Segment<'_>, element: usize, expected: &[u8]) -> R
     if found == expected {
         return Ok(());
     }
-    Err(segment.error(
-        Some(segment.element_name(element)),
-        format!(
-            "{} is {:?} but the matching header says {:?}",
-            segment.element_name(element),
-            String::from_utf8_lossy(found),
-            String::from_utf8_lossy(expected)
-        ),
-    ))
+    Err(segment
+        .error(
+            Some(segment.element_name(element)),
+            format!(
+                "{} is {:?} but the matching header says {:?}",
+                segment.element_name(element),
+                String::from_utf8_lossy(found),
+                String::from_utf8_lossy(expected)
+            ),
+        )
+        .with_kind(ErrorKind::Reference))
 }
 
 /// Checks a trailer count against what was actually seen.
@@ -265,13 +317,15 @@ fn expect_count(segment: &Segment<'_>, element: usize, what: &str, actual: usize
     if declared == actual {
         return Ok(());
     }
-    Err(segment.error(
-        Some(segment.element_name(element)),
-        format!(
-            "{} declares {declared} {what} but the interchange has {actual}",
-            segment.element_name(element)
-        ),
-    ))
+    Err(segment
+        .error(
+            Some(segment.element_name(element)),
+            format!(
+                "{} declares {declared} {what} but the interchange has {actual}",
+                segment.element_name(element)
+            ),
+        )
+        .with_kind(ErrorKind::Count))
 }
 
 /// The first segment found after the interchange trailer, if any: an error, as nothing may follow.
@@ -296,14 +350,16 @@ impl<'a> Unique<'a> {
         let value = segment.element(n);
         match self.seen.insert(value, segment.position) {
             None => Ok(()),
-            Some(first) => Err(segment.error(
-                Some(segment.element_name(n)),
-                format!(
-                    "{} {:?} repeats the control number of segment {first}",
-                    segment.element_name(n),
-                    String::from_utf8_lossy(value)
-                ),
-            )),
+            Some(first) => Err(segment
+                .error(
+                    Some(segment.element_name(n)),
+                    format!(
+                        "{} {:?} repeats the control number of segment {first}",
+                        segment.element_name(n),
+                        String::from_utf8_lossy(value)
+                    ),
+                )
+                .with_kind(ErrorKind::Duplicate)),
         }
     }
 

@@ -164,6 +164,7 @@ impl<'a> Segment<'a> {
     /// An error located at this segment (and element, when given as e.g. `"SE01"`).
     pub fn error(&self, element: Option<String>, message: impl Into<String>) -> EdiError {
         EdiError {
+            kind: super::ErrorKind::Structure,
             message: message.into(),
             segment_position: Some(self.position),
             segment: Some(self.tag_str()),

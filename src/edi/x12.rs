@@ -17,6 +17,7 @@ const ISA_ELEMENTS: usize = 16;
 pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiError> {
     let body = &input[start..];
     let isa_error = |message: &str| EdiError {
+        kind: super::ErrorKind::Structure,
         message: message.to_owned(),
         segment_position: Some(1),
         segment: Some("ISA".to_owned()),

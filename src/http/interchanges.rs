@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::problem::{ApiError, PROBLEM_JSON, Problem};
 use super::{ApiContext, page_limit, parse_id};
-use crate::edi::{self, PartyId, Standard};
+use crate::edi::{self, PartyId, Standard, ack};
 use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
 use crate::inbox::{Delivery, Outcome, Status};
 use crate::store::{InterchangeFilter, StoredInterchange};
@@ -41,6 +41,8 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
     post,
     path = "/v1/interchanges",
     tag = "interchanges",
+    params(("Accept" = Option<String>, Header,
+        description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body")),
     request_body(
         description = "The raw interchange. The standard is detected from ISA / UNA / UNB.",
         content(
@@ -52,10 +54,13 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
         )
     ),
     responses(
-        (status = 201, description = "First delivery: recorded and booked", body = InterchangeResource,
+        (status = 201, description = "First delivery: recorded and booked. With `Accept: application/edi-x12` or `application/edifact` the body is the acknowledgement (997/999/TA1 or CONTRL) instead",
+            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
             headers(("Location" = String, description = "URL of the interchange resource"))),
-        (status = 200, description = "Replay of a recorded interchange: the original body", body = InterchangeResource,
-            headers(("Idempotent-Replayed" = String, description = "`true`"))),
+        (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement)",
+            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
+            headers(("Idempotent-Replayed" = String, description = "`true`"),
+                ("Content-Location" = String, description = "URL of the interchange resource"))),
         (status = 400, description = "`malformed-interchange`: no idempotency key can be read; nothing stored",
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
@@ -86,9 +91,11 @@ pub async fn receive(
         Ok(documents) => {
             Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
         }
-        Err(error) => Delivery::rejected(&interchange, body.clone(), content_type, received_at, |id| {
-            ApiError::Invalid { error, interchange_id: id }.body()
-        }),
+        Err(error) => {
+            Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
+                ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
+            })
+        }
     };
     let outcome = ctx.store.record(&delivery).await?;
     tracing::info!(
@@ -97,45 +104,73 @@ pub async fn receive(
         outcome = ?outcome_name(&outcome),
         "interchange received"
     );
-    Ok(match outcome {
-        Outcome::Recorded => match delivery.status {
-            Status::Processed => (
-                StatusCode::CREATED,
-                [
-                    (header::CONTENT_TYPE, "application/json".to_owned()),
-                    (header::LOCATION, format!("/v1/interchanges/{}", delivery.id)),
-                ],
-                delivery.response,
-            )
-                .into_response(),
-            Status::Rejected => {
-                (StatusCode::UNPROCESSABLE_ENTITY, [(header::CONTENT_TYPE, PROBLEM_JSON)], delivery.response)
-                    .into_response()
-            }
-        },
-        Outcome::Replayed { status, body } => {
-            let (code, content_type) = match status {
-                Status::Processed => (StatusCode::OK, "application/json"),
-                Status::Rejected => (StatusCode::UNPROCESSABLE_ENTITY, PROBLEM_JSON),
+    let ack_wanted = wants_ack(&headers);
+    let (status, body, replayed, id) = match outcome {
+        Outcome::Recorded { ack_control_number } => {
+            let body = if ack_wanted {
+                ack::with_control_number(&delivery.ack, ack_control_number)
+            } else {
+                delivery.response
             };
-            let headers = [
-                (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-                (IDEMPOTENT_REPLAYED, HeaderValue::from_static("true")),
-            ];
-            (code, headers, body).into_response()
+            (delivery.status, body, false, delivery.id)
         }
-        Outcome::Conflict { original_id } => ApiError::Conflict {
-            original_id,
-            sender: delivery.key.source,
-            message_id: delivery.key.message_id,
+        Outcome::Replayed { id, status, body } => {
+            let body = if ack_wanted { ctx.store.ack(id).await?.ok_or(ApiError::NotFound)? } else { body };
+            (status, body, true, id)
         }
-        .into_response(),
-    })
+        Outcome::Conflict { original_id } => {
+            return Err(ApiError::Conflict {
+                original_id,
+                sender: delivery.key.source,
+                message_id: delivery.key.message_id,
+            });
+        }
+    };
+    let code = match (status, replayed) {
+        (Status::Processed, false) => StatusCode::CREATED,
+        (Status::Processed, true) => StatusCode::OK,
+        (Status::Rejected, _) => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    let content_type = match (ack_wanted, status) {
+        (true, _) => ack_media_type(delivery.envelope.standard),
+        (false, Status::Processed) => "application/json",
+        (false, Status::Rejected) => PROBLEM_JSON,
+    };
+    let mut response = (code, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    let headers = response.headers_mut();
+    if replayed {
+        headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    if status == Status::Processed {
+        let location = format!("/v1/interchanges/{id}");
+        let name = if replayed { header::CONTENT_LOCATION } else { header::LOCATION };
+        headers.insert(name, HeaderValue::from_str(&location).map_err(|_| ApiError::Internal)?);
+    }
+    Ok(response)
+}
+
+/// The acknowledgement is the body when the client accepts EDI (`Accept: application/edi-x12` or
+/// `application/edifact`), as AS2 gateways do for synchronous acknowledgements.
+fn wants_ack(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+        |range| {
+            let media_type = range.split(';').next().unwrap_or_default().trim();
+            media_type.eq_ignore_ascii_case("application/edi-x12")
+                || media_type.eq_ignore_ascii_case("application/edifact")
+        },
+    )
+}
+
+fn ack_media_type(standard: Standard) -> &'static str {
+    match standard {
+        Standard::X12 => "application/edi-x12",
+        Standard::Edifact => "application/edifact",
+    }
 }
 
 fn outcome_name(outcome: &Outcome) -> &'static str {
     match outcome {
-        Outcome::Recorded => "recorded",
+        Outcome::Recorded { .. } => "recorded",
         Outcome::Replayed { .. } => "replayed",
         Outcome::Conflict { .. } => "conflict",
     }
@@ -180,6 +215,30 @@ pub async fn get_interchange(
         _ => serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?,
     };
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response())
+}
+
+/// Read the acknowledgement sent for an interchange.
+///
+/// X12: TA1 and/or 997 (versions before 00501) or 999; EDIFACT: CONTRL. Generated once, when the
+/// interchange was recorded, with its own control number from the partner's counter; this returns the
+/// newest (a corrected resend of a rejected interchange gets a new one).
+#[utoipa::path(
+    get,
+    path = "/v1/interchanges/{id}/ack",
+    tag = "interchanges",
+    params(("id" = Uuid, Path, description = "Interchange id")),
+    responses(
+        (status = 200, description = "The acknowledgement", content(("application/edi-x12"), ("application/edifact"))),
+        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_ack(State(ctx): State<ApiContext>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
+    let ack = ctx.store.ack(id).await?.ok_or(ApiError::NotFound)?;
+    let standard = Standard::parse(&row.standard).ok_or(ApiError::Internal)?;
+    Ok(([(header::CONTENT_TYPE, ack_media_type(standard))], ack).into_response())
 }
 
 /// A rejected interchange as a resource: envelope facts from its row, the stored problem as `error`.

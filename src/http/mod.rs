@@ -47,6 +47,7 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(interchanges::receive, interchanges::list_interchanges))
         .routes(routes!(interchanges::get_interchange))
+        .routes(routes!(interchanges::get_ack))
         .routes(routes!(invoices::list_invoices))
         .routes(routes!(invoices::get_invoice))
         .routes(routes!(health::healthz))

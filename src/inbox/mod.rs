@@ -8,7 +8,7 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use crate::edi::{Document, Envelope, Interchange};
+use crate::edi::{Document, EdiError, Envelope, Interchange, ack};
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
 /// Whether an interchange's documents were booked or the interchange was refused.
@@ -71,6 +71,9 @@ pub struct Delivery {
     pub documents: Vec<StoredDocument>,
     /// The response body of this delivery, stored so that every replay returns it byte for byte.
     pub response: String,
+    /// The acknowledgement (TA1/997/999 or CONTRL) with [`ack::CONTROL_NUMBER`] where the store puts
+    /// the number it allocates.
+    pub ack: String,
 }
 
 impl Delivery {
@@ -83,6 +86,7 @@ impl Delivery {
         received_at: DateTime<Utc>,
     ) -> Delivery {
         let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Processed);
+        delivery.ack = ack::acknowledge(interchange, Ok(&documents), delivery.received_at);
         delivery.documents = documents
             .into_iter()
             .map(|document| StoredDocument {
@@ -101,12 +105,14 @@ impl Delivery {
     /// every replay answers.
     pub fn rejected(
         interchange: &Interchange<'_>,
+        error: &EdiError,
         payload: Bytes,
         content_type: Option<String>,
         received_at: DateTime<Utc>,
         problem: impl FnOnce(Uuid) -> String,
     ) -> Delivery {
         let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Rejected);
+        delivery.ack = ack::acknowledge(interchange, Err(error), delivery.received_at);
         delivery.response = problem(delivery.id);
         delivery
     }
@@ -130,6 +136,7 @@ impl Delivery {
             status,
             documents: Vec::new(),
             response: String::new(),
+            ack: String::new(),
         }
     }
 
@@ -189,15 +196,18 @@ pub struct Claim {
     pub payload_sha256: String,
     /// The stored response; only read back when the row is not fresh.
     pub response_body: Option<String>,
+    /// The control number allocated to this delivery's acknowledgement, when the row is fresh.
+    pub ack_control_number: Option<i64>,
 }
 
 /// The result of recording a delivery.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// First delivery of this key (or a corrected resend of a rejected one): its response is the answer.
-    Recorded,
+    /// First delivery of this key (or a corrected resend of a rejected one): its response is the
+    /// answer, and its acknowledgement got this control number.
+    Recorded { ack_control_number: i64 },
     /// The same content was recorded before: answer with what was answered then.
-    Replayed { status: Status, body: String },
+    Replayed { id: Uuid, status: Status, body: String },
     /// The key was used before for different content; nothing was written.
     Conflict { original_id: Uuid },
 }
@@ -216,11 +226,17 @@ pub enum Next {
 /// Decides the outcome of a claim: a pure function so both backends behave the same.
 pub fn decide(claim: Claim, delivery: &Delivery) -> Next {
     if claim.fresh {
-        return Next::Done(Outcome::Recorded);
+        return Next::Done(Outcome::Recorded {
+            ack_control_number: claim.ack_control_number.unwrap_or_default(),
+        });
     }
     let status = Status::parse(&claim.status).unwrap_or(Status::Processed);
     if claim.payload_sha256 == delivery.fingerprint {
-        return Next::Done(Outcome::Replayed { status, body: claim.response_body.unwrap_or_default() });
+        return Next::Done(Outcome::Replayed {
+            id: claim.id,
+            status,
+            body: claim.response_body.unwrap_or_default(),
+        });
     }
     match status {
         Status::Rejected => Next::ReplaceRejected { previous_fingerprint: claim.payload_sha256 },

@@ -181,6 +181,13 @@ impl Store {
         Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?))
     }
 
+    /// The newest acknowledgement sent for an interchange.
+    pub async fn ack(&self, interchange_id: Uuid) -> Result<Option<String>, StoreError> {
+        const SQL: &str =
+            "SELECT body FROM acks WHERE inbox_id = $1 ORDER BY created_at DESC, control_number DESC LIMIT 1";
+        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL).bind(interchange_id).fetch_optional(pool).await?))
+    }
+
     /// Newest first, keyset-paginated on the time-ordered id.
     pub async fn interchanges(&self, filter: &InterchangeFilter) -> Result<InterchangePage, StoreError> {
         const SQL: &str = "SELECT id, status, standard, sender_id, control_number, received_at, deliveries, \

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgArguments, PgPoolOptions};
 use sqlx::query::QueryAs;
 
 use super::{PoolOptions, StoreError, effect_rows, position};
+use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
 pub(super) async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, StoreError> {
@@ -19,8 +20,8 @@ pub(super) async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, 
         .await?)
 }
 
-/// Writes documents, invoices and lines when `claim.fresh`; reads the claim back. `$1`–`$43` are
-/// bound by [`bind`].
+/// Writes documents, invoices, lines and the acknowledgement (with a control number from the
+/// partner's counter) when `claim.fresh`; reads the claim back. `$1`–`$45` are bound by [`bind`].
 macro_rules! with_effects {
     ($claim:literal) => {
         concat!(
@@ -56,8 +57,21 @@ macro_rules! with_effects {
                     $41::text[], $42::text[], $43::text[])
                     AS l (invoice_id, line_number, quantity, unit, unit_price, product_id, description, amount)
                 WHERE claim.fresh
+            ), ack_counter AS (
+                INSERT INTO ack_counters (source, last_control_number)
+                SELECT $2, 1 FROM claim WHERE claim.fresh
+                ON CONFLICT (source) DO UPDATE
+                    SET last_control_number = ack_counters.last_control_number % 999999999 + 1
+                RETURNING last_control_number
+            ), ack_written AS (
+                INSERT INTO acks (inbox_id, control_number, body, created_at)
+                SELECT claim.id, ack_counter.last_control_number,
+                    replace($44, $45, lpad(ack_counter.last_control_number::text, 9, '0')), $15
+                FROM claim, ack_counter
             )
-            SELECT id, fresh, status, payload_sha256, response_body FROM claim"
+            SELECT id, fresh, status, payload_sha256, response_body,
+                (SELECT last_control_number FROM ack_counter) AS ack_control_number
+            FROM claim"
         )
     };
 }
@@ -74,13 +88,13 @@ const CLAIM: &str = with_effects!(
         CASE WHEN deliveries > 1 THEN response_body END AS response_body"
 );
 
-/// Overwrites a rejected attempt that still holds fingerprint `$44` (the delivery was counted already).
+/// Overwrites a rejected attempt that still holds fingerprint `$46` (the delivery was counted already).
 const REPLACE_REJECTED: &str = with_effects!(
     "UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
         receiver_qualifier = $7, receiver_id = $8, control_number = $9, payload_sha256 = $10, payload = $11,
         content_type = $12, status = $13, response_body = $14, received_at = $15, processed_at = $15,
         payload_purged_at = NULL
-    WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $44
+    WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $46
     RETURNING id, true AS fresh, status, payload_sha256, NULL::text AS response_body"
 );
 
@@ -97,8 +111,10 @@ pub(super) async fn record(pool: &PgPool, delivery: &Delivery) -> Result<Outcome
                     .bind(previous_fingerprint)
                     .fetch_optional(pool)
                     .await?;
-                if replaced.is_some() {
-                    return Ok(Outcome::Recorded);
+                if let Some(claim) = replaced {
+                    return Ok(Outcome::Recorded {
+                        ack_control_number: claim.ack_control_number.unwrap_or_default(),
+                    });
                 }
             }
         }
@@ -110,7 +126,7 @@ pub(super) async fn record(pool: &PgPool, delivery: &Delivery) -> Result<Outcome
 
 type ClaimQuery<'q> = QueryAs<'q, sqlx::Postgres, Claim, PgArguments>;
 
-/// Binds `$1`–`$43`: the inbox row, then documents, invoices and lines as column arrays.
+/// Binds `$1`–`$45`: the inbox row; documents, invoices and lines as column arrays; the acknowledgement.
 fn bind<'q>(query: ClaimQuery<'q>, d: &'q Delivery) -> ClaimQuery<'q> {
     let (invoices, lines) = effect_rows(d);
     macro_rules! column {
@@ -162,4 +178,6 @@ fn bind<'q>(query: ClaimQuery<'q>, d: &'q Delivery) -> ClaimQuery<'q> {
         .bind(column!(lines, product_id))
         .bind(column!(lines, description))
         .bind(column!(lines, amount))
+        .bind(&d.ack)
+        .bind(ack::CONTROL_NUMBER)
 }

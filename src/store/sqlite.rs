@@ -8,6 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::{PoolOptions, StoreError, effect_rows, position};
+use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
 pub(super) async fn connect(url: &str, options: &PoolOptions) -> Result<SqlitePool, StoreError> {
@@ -31,7 +32,7 @@ const CLAIM: &str = "INSERT INTO inbox (id, source, message_id, standard, sender
     ON CONFLICT (source, message_id) DO UPDATE
         SET deliveries = deliveries + 1, last_delivery_at = excluded.last_delivery_at
     RETURNING id, deliveries = 1 AS fresh, status, payload_sha256,
-        CASE WHEN deliveries > 1 THEN response_body END AS response_body";
+        CASE WHEN deliveries > 1 THEN response_body END AS response_body, NULL AS ack_control_number";
 
 const REPLACE_REJECTED: &str =
     "UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
@@ -44,10 +45,7 @@ pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, S
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let claim: Claim = bind_inbox(sqlx::query_as(CLAIM), d).fetch_one(&mut *tx).await?;
     let outcome = match decide(claim, d) {
-        Next::Done(Outcome::Recorded) => {
-            write_effects(&mut tx, d).await?;
-            Outcome::Recorded
-        }
+        Next::Done(Outcome::Recorded { .. }) => write_effects(&mut tx, d).await?,
         Next::Done(outcome) => outcome,
         // The write lock is held: nobody can have changed the rejected row since the claim.
         Next::ReplaceRejected { previous_fingerprint } => {
@@ -55,8 +53,7 @@ pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, S
                 .bind(previous_fingerprint)
                 .fetch_optional(&mut *tx)
                 .await?;
-            write_effects(&mut tx, d).await?;
-            Outcome::Recorded
+            write_effects(&mut tx, d).await?
         }
     };
     tx.commit().await?;
@@ -86,7 +83,8 @@ fn bind_inbox<'q, O>(
         .bind(d.received_at)
 }
 
-async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<(), StoreError> {
+/// Writes documents, invoices, lines and the acknowledgement of a fresh delivery.
+async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<Outcome, StoreError> {
     for stored in &d.documents {
         sqlx::query(
             "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) VALUES ($1, $2, $3, $4, $5)",
@@ -143,5 +141,20 @@ async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<(), St
         .execute(&mut *tx)
         .await?;
     }
-    Ok(())
+    let ack_control_number: i64 = sqlx::query_scalar(
+        "INSERT INTO ack_counters (source, last_control_number) VALUES ($1, 1)
+        ON CONFLICT (source) DO UPDATE SET last_control_number = last_control_number % 999999999 + 1
+        RETURNING last_control_number",
+    )
+    .bind(&d.key.source)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO acks (inbox_id, control_number, body, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(d.id)
+        .bind(ack_control_number)
+        .bind(ack::with_control_number(&d.ack, ack_control_number))
+        .bind(d.received_at)
+        .execute(&mut *tx)
+        .await?;
+    Ok(Outcome::Recorded { ack_control_number })
 }

@@ -380,7 +380,7 @@ mod tests {
         let interchange = read(bytes).unwrap();
         let at = DateTime::parse_from_rfc3339("2026-03-18T09:30:00Z").unwrap().with_timezone(&Utc);
         let documents = interchange.documents();
-        let text = acknowledge(&interchange, documents.as_deref().map_err(|e| e), at);
+        let text = acknowledge(&interchange, documents.as_deref(), at);
         with_control_number(&text, 42)
     }
 

@@ -65,7 +65,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
         ));
     }
     segments.shrink_to_fit();
-    Ok(Interchange { envelope, delimiters, charset, decimal_mark, service_advice, segments })
+    Ok(Interchange { envelope, delimiters, charset, decimal_mark, input, service_advice, segments })
 }
 
 /// The character set named by the UNB syntax identifier (S001/0001).

@@ -11,7 +11,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::syntax::Segment;
+use super::syntax::{Fields, Segment};
 use super::{EdiError, ErrorKind, Interchange, Warning};
 
 /// The accounting view of one invoice document.
@@ -91,11 +91,11 @@ impl Reader<'_, '_> {
         Ok(Some(text).filter(|t| !t.is_empty()))
     }
 
-    fn element(&self, segment: &Segment<'_>, n: usize) -> Result<Option<String>, EdiError> {
+    fn element(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<String>, EdiError> {
         self.text(segment, segment.element(n), n)
     }
 
-    fn component(&self, segment: &Segment<'_>, n: usize, c: usize) -> Result<Option<String>, EdiError> {
+    fn component(&self, segment: &Fields<'_, '_>, n: usize, c: usize) -> Result<Option<String>, EdiError> {
         self.text(segment, segment.component(n, c), n)
     }
 
@@ -197,7 +197,7 @@ pub(super) fn from_810(
     let mut allowances_charges = Vec::new();
     let mut total_position = None;
     for segment in &set[1..set.len() - 1] {
-        let s = segment;
+        let s = &Fields::new(segment);
         match s.tag() {
             b"BIG" => {
                 issue_date = r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1)?;
@@ -314,7 +314,7 @@ pub(super) fn from_invoic(
     // (amount, segment position) of MOA 79 line items total, 125 taxable amount, 77 invoice amount.
     let (mut lines_moa, mut taxable_moa, mut invoice_position) = (None, None, None);
     for segment in &message[1..message.len() - 1] {
-        let s = segment;
+        let s = &Fields::new(segment);
         match s.tag() {
             b"BGM" => number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?),
             b"DTM" if s.component(1, 1) == b"137" => {

@@ -150,6 +150,8 @@ pub struct Interchange<'a> {
     charset: Charset,
     /// EDIFACT decimal mark from the UNA (`.` otherwise); X12 always uses `.`.
     decimal_mark: u8,
+    /// The whole body the interchange was read from.
+    input: &'a [u8],
     /// The UNA service string advice, kept verbatim for the fingerprint.
     service_advice: &'a [u8],
     segments: Vec<Segment<'a>>,
@@ -238,7 +240,9 @@ impl<'a> Interchange<'a> {
     /// Every segment must be valid in the interchange's character set, read or not: a byte outside it
     /// is reported where it stands, never mangled.
     fn check_charset(&self) -> Result<(), EdiError> {
-        if self.charset == Charset::Latin1 {
+        // One vectorised pass over everything decides the common cases; segments are only searched
+        // to locate an offending byte.
+        if self.charset == Charset::Latin1 || (self.charset == Charset::Ascii && self.input.is_ascii()) {
             return Ok(());
         }
         for segment in &self.segments {

@@ -35,15 +35,13 @@ impl Charset {
     /// Decodes `bytes`, or returns the offset of the first byte that is not valid in this charset.
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, str>, usize> {
         match self {
-            Charset::Ascii => match bytes.iter().position(|b| !b.is_ascii()) {
-                Some(bad) => Err(bad),
-                // All ASCII is valid UTF-8.
-                None => Ok(Cow::Borrowed(std::str::from_utf8(bytes).map_err(|e| e.valid_up_to())?)),
-            },
-            Charset::Latin1 => match std::str::from_utf8(bytes) {
-                Ok(s) if bytes.is_ascii() => Ok(Cow::Borrowed(s)),
-                _ => Ok(Cow::Owned(bytes.iter().map(|&b| char::from(b)).collect())),
-            },
+            Charset::Ascii if !bytes.is_ascii() => Err(bytes.iter().position(|b| !b.is_ascii()).unwrap_or(0)),
+            Charset::Ascii | Charset::Latin1 if bytes.is_ascii() => {
+                std::str::from_utf8(bytes).map(Cow::Borrowed).map_err(|e| e.valid_up_to())
+            }
+            Charset::Ascii | Charset::Latin1 => {
+                Ok(Cow::Owned(bytes.iter().map(|&b| char::from(b)).collect()))
+            }
             Charset::Other(encoding) => encoding
                 .decode_without_bom_handling_and_without_replacement(bytes)
                 .ok_or_else(|| first_undecodable(encoding, bytes)),
@@ -175,6 +173,53 @@ impl<'a> Segment<'a> {
     /// Names element `n` the way EDI people write it: `SE01`, `UNZ02`.
     pub fn element_name(&self, n: usize) -> String {
         format!("{}{n:02}", self.tag_str())
+    }
+}
+
+/// Most elements a segment is split into at once by [`Fields`]; later ones read as empty. No segment
+/// the mapping reads has more.
+const MAX_FIELDS: usize = 16;
+
+/// A segment split into its elements once, for code that reads several elements of it.
+pub struct Fields<'s, 'a> {
+    segment: &'s Segment<'a>,
+    elements: [&'a [u8]; MAX_FIELDS],
+    count: usize,
+}
+
+impl<'s, 'a> Fields<'s, 'a> {
+    pub fn new(segment: &'s Segment<'a>) -> Self {
+        let mut elements = [&[][..]; MAX_FIELDS];
+        let mut count = 0;
+        let d = segment.delimiters;
+        for (slot, element) in elements.iter_mut().zip(split(segment.bytes, d.element, d.release)) {
+            *slot = element;
+            count += 1;
+        }
+        Fields { segment, elements, count }
+    }
+
+    pub fn tag(&self) -> &'a [u8] {
+        self.elements[0]
+    }
+
+    /// Element `n` (1-based, after the tag); empty when absent.
+    pub fn element(&self, n: usize) -> &'a [u8] {
+        if n < self.count { self.elements[n] } else { &[] }
+    }
+
+    /// Component `c` (1-based) of element `n`.
+    pub fn component(&self, n: usize, c: usize) -> &'a [u8] {
+        let d = self.segment.delimiters;
+        split(self.element(n), d.component, d.release).nth(c - 1).unwrap_or_default()
+    }
+}
+
+impl<'a> std::ops::Deref for Fields<'_, 'a> {
+    type Target = Segment<'a>;
+
+    fn deref(&self) -> &Segment<'a> {
+        self.segment
     }
 }
 

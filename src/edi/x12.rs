@@ -70,6 +70,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
         delimiters,
         charset: Charset::Ascii,
         decimal_mark: b'.',
+        input,
         service_advice: &[],
         segments,
     })

@@ -1,0 +1,40 @@
+//! A 10 MiB interchange with 20,000 invoices is recorded in one transaction and replayed, on SQLite
+//! and PostgreSQL; the body limit is what the configuration says.
+
+mod common;
+
+#[path = "../benches/corpus.rs"]
+mod corpus;
+
+use common::{Backend, Harness, server_config};
+
+const MIB: usize = 1024 * 1024;
+
+async fn ten_mib_interchange_is_recorded_in_one_transaction(backend: Backend) {
+    let mut server = server_config();
+    server.body_limit = 12 * MIB;
+    let h = Harness::with_server(backend, server).await;
+    let body = corpus::x12_810(10 * MIB - 4096);
+    assert!(body.len() > 10 * MIB - 4096 && body.len() <= 10 * MIB, "{}", body.len());
+
+    let created = h.app.post(body.clone(), "application/edi-x12").await;
+    assert_eq!(created.status, 201, "{}", &created.text[..created.text.len().min(500)]);
+    let resource = created.json();
+    let invoices = resource["invoices"].as_array().unwrap().len();
+    assert!(invoices >= 20_000, "{invoices} invoices");
+    let id = resource["id"].as_str().unwrap().to_owned();
+    assert_eq!(h.app.all_invoices().await.len(), invoices, "every invoice committed");
+
+    let replay = h.app.post(body, "application/edi-x12").await;
+    assert_eq!(replay.status, 200);
+    assert!(replay.text == created.text, "the replay is the stored body");
+    let listed = h.app.get(&format!("/v1/interchanges?control_number={}", resource["control_number"].as_str().unwrap())).await.json();
+    assert_eq!(listed["items"][0]["id"], id);
+    assert_eq!(listed["items"][0]["deliveries"], 2);
+
+    let too_big = h.app.post(corpus::x12_810(13 * MIB), "application/edi-x12").await;
+    too_big.assert_problem(413, "payload-too-large");
+    h.finish().await;
+}
+
+both_backends!(ten_mib_interchange_is_recorded_in_one_transaction);

@@ -29,6 +29,51 @@ pub enum Command {
     Openapi,
     /// Drop stored payloads older than the retention period (keys and outcomes stay), then exit.
     Purge,
+    /// Manage trading partners: who may post, as which senders, with which credentials.
+    Partner {
+        #[command(subcommand)]
+        action: PartnerCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PartnerCommand {
+    /// Register a partner; prints its first API key and Standard Webhooks secret (shown once).
+    Add {
+        /// Partner id, e.g. `acme` (letters, digits, `-`, `_`, `.`).
+        id: String,
+        #[arg(long)]
+        name: String,
+        /// An EDI identity it sends as, `x12:QUALIFIER:ID` or `edifact:QUALIFIER:ID` (repeatable).
+        #[arg(long = "sender", required = true)]
+        senders: Vec<String>,
+        /// One of our identities it may send to (repeatable; none means any).
+        #[arg(long = "receiver")]
+        receivers: Vec<String>,
+        /// Largest body it may post, in bytes (default: the server's body limit).
+        #[arg(long)]
+        max_body_bytes: Option<i64>,
+        /// Requests per minute it may make (default: the server's limit).
+        #[arg(long)]
+        requests_per_minute: Option<i32>,
+    },
+    /// List partners as JSON.
+    List,
+    /// Show one partner as JSON.
+    Show { id: String },
+    /// Refuse the partner's requests (403) until activated again.
+    Suspend { id: String },
+    /// Accept the partner's requests again.
+    Activate { id: String },
+    /// Issue an additional API key (or, with --webhook-secret, signing secret); the old ones stay
+    /// valid until revoked, so senders can switch without downtime.
+    RotateKey {
+        id: String,
+        #[arg(long)]
+        webhook_secret: bool,
+    },
+    /// Revoke one credential (its id is in `partner show`).
+    RevokeKey { id: String, credential: uuid::Uuid },
 }
 
 #[derive(Debug, Clone, Args)]

@@ -8,4 +8,5 @@ pub mod config;
 pub mod edi;
 pub mod http;
 pub mod inbox;
+pub mod partners;
 pub mod store;

@@ -4,8 +4,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{Cli, Command, LogFormat};
+use edi_inbox::config::{Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::http;
+use edi_inbox::partners::{NewPartner, admin};
+use edi_inbox::store::Store;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -33,6 +35,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let purged = app::purge(&store, cli.database.retention()).await?;
             tracing::info!(purged, "stored payloads purged");
         }
+        Command::Partner { action } => {
+            let store = app::open_store(&cli.database).await?;
+            partner_command(&store, action).await?;
+        }
         Command::Serve => {
             let store = app::open_store(&cli.database).await?;
             tracing::info!(backend = store.backend(), "database ready");
@@ -46,6 +52,45 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// Runs one `edi-inbox partner …` command, printing JSON.
+async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Box<dyn std::error::Error>> {
+    match action {
+        PartnerCommand::Add { id, name, senders, receivers, max_body_bytes, requests_per_minute } => {
+            let new = NewPartner { id, name, senders, receivers, max_body_bytes, requests_per_minute };
+            let (partner, secrets) = admin::register(store, &new).await?;
+            println!("{}", pretty(&serde_json::json!({ "partner": partner, "secrets": secrets })));
+            eprintln!("edi-inbox: the secrets above are shown only now; store them safely");
+        }
+        PartnerCommand::List => println!("{}", pretty(&store.partners().await?)),
+        PartnerCommand::Show { id } => match store.partner(&id).await? {
+            Some(partner) => println!("{}", pretty(&partner)),
+            None => return Err(admin::AdminError::NoPartner(id).into()),
+        },
+        PartnerCommand::Suspend { id } => {
+            println!("{}", pretty(&admin::set_status(store, &id, "suspended").await?))
+        }
+        PartnerCommand::Activate { id } => {
+            println!("{}", pretty(&admin::set_status(store, &id, "active").await?))
+        }
+        PartnerCommand::RotateKey { id, webhook_secret } => {
+            let kind = if webhook_secret { "webhook_secret" } else { "api_key" };
+            println!("{}", pretty(&admin::rotate(store, &id, kind).await?));
+            eprintln!(
+                "edi-inbox: the secret above is shown only now; the previous ones stay valid until revoked"
+            );
+        }
+        PartnerCommand::RevokeKey { id, credential } => {
+            admin::revoke(store, &id, credential).await?;
+            eprintln!("edi-inbox: credential {credential} of {id} revoked");
+        }
+    }
+    Ok(())
+}
+
+fn pretty(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
 /// Resolves on SIGINT or SIGTERM; in-flight requests are then finished before exit.

@@ -28,7 +28,11 @@ async fn ten_mib_interchange_is_recorded_in_one_transaction(backend: Backend) {
     let replay = h.app.post(body, "application/edi-x12").await;
     assert_eq!(replay.status, 200);
     assert!(replay.text == created.text, "the replay is the stored body");
-    let listed = h.app.get(&format!("/v1/interchanges?control_number={}", resource["control_number"].as_str().unwrap())).await.json();
+    let listed = h
+        .app
+        .get(&format!("/v1/interchanges?control_number={}", resource["control_number"].as_str().unwrap()))
+        .await
+        .json();
     assert_eq!(listed["items"][0]["id"], id);
     assert_eq!(listed["items"][0]["deliveries"], 2);
 

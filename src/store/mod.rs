@@ -2,6 +2,17 @@
 //! replicas) or SQLite (embedded default). Writes are backend-specific to use each engine's fastest
 //! race-free claim; reads share their SQL text, which both engines understand.
 
+/// Runs the same code against whichever pool the store holds; the SQL must suit both engines.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match $store {
+            Store::Postgres($pool) => $body,
+            Store::Sqlite($pool) => $body,
+        }
+    };
+}
+
+mod partners;
 mod postgres;
 mod sqlite;
 
@@ -16,22 +27,13 @@ use uuid::Uuid;
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
 use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, InvoiceResource};
 use crate::inbox::{Delivery, Outcome};
+pub use partners::{AttemptFacts, DeliveryAttempt};
 
 /// A connection pool to one of the two supported databases.
 #[derive(Clone, Debug)]
 pub enum Store {
     Postgres(PgPool),
     Sqlite(SqlitePool),
-}
-
-/// Runs the same code against whichever pool the store holds; the SQL must suit both engines.
-macro_rules! on_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match $store {
-            Store::Postgres($pool) => $body,
-            Store::Sqlite($pool) => $body,
-        }
-    };
 }
 
 #[derive(Debug, thiserror::Error)]

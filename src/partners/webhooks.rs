@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(verify(&request, std::slice::from_ref(&secret), now), Ok(()));
         assert_eq!(sign(&secret, request.id, 1614265330, body), request.signatures);
         let tampered = SignedRequest { body: br#"{"test": 2432232315}"#, ..request };
-        assert_eq!(verify(&tampered, &[secret.clone()], now), Err(SignatureError::NoMatch));
+        assert_eq!(verify(&tampered, std::slice::from_ref(&secret), now), Err(SignatureError::NoMatch));
         let later = now + chrono::Duration::seconds(TOLERANCE_SECONDS + 1);
         let request = SignedRequest { body, ..tampered };
         assert_eq!(verify(&request, &[secret], later), Err(SignatureError::StaleTimestamp));

@@ -4,6 +4,7 @@
 mod common;
 
 #[path = "../benches/corpus.rs"]
+#[allow(dead_code)] // the EDIFACT generator serves the benchmarks
 mod corpus;
 
 use common::{Backend, Harness, server_config};

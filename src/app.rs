@@ -19,14 +19,16 @@ pub async fn open_store(database: &DatabaseConfig) -> Result<Store, StoreError> 
 pub struct App {
     listener: TcpListener,
     router: axum::Router,
+    header_timeout: std::time::Duration,
 }
 
 impl App {
+    /// Binds the configured address; refuses open mode on a network address unless forced.
     pub async fn bind(store: Store, server: &ServerConfig) -> std::io::Result<App> {
+        let partner_auth = server.partner_auth().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind(server.bind).await?;
-        let ctx =
-            ApiContext { store, body_limit: server.body_limit, request_timeout: server.request_timeout() };
-        Ok(App { listener, router: http::router(ctx) })
+        let router = http::router(ApiContext::new(store, server, partner_auth));
+        Ok(App { listener, router, header_timeout: std::time::Duration::from_secs(server.header_timeout) })
     }
 
     /// The bound address (with the real port when port 0 was asked for).
@@ -35,7 +37,7 @@ impl App {
     }
 
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        http::serve(self.listener, self.router, shutdown).await
+        http::serve(self.listener, self.router, self.header_timeout, shutdown).await
     }
 }
 

@@ -116,9 +116,36 @@ pub struct ServerConfig {
     /// Seconds a request may take before it is answered 503 (the sender retries; replays are safe).
     #[arg(long, env = "EDI_INBOX_REQUEST_TIMEOUT", default_value_t = 30, global = true)]
     pub request_timeout: u64,
+    /// Who may post: `partners` (API key or Standard Webhooks signature of a registered partner),
+    /// `open` (anybody; local development only), or `auto`: open on a loopback address, partners otherwise.
+    #[arg(long, env = "EDI_INBOX_AUTH", default_value = "auto", global = true)]
+    pub auth: AuthMode,
+    /// Allow `--auth open` on a non-loopback address (never in production).
+    #[arg(long, env = "EDI_INBOX_ALLOW_OPEN_ON_NETWORK", global = true)]
+    pub allow_open_on_network: bool,
+    /// Bearer token of the admin API (`/v1/admin/…`) and, with partner authentication, of the read
+    /// endpoints; the admin API is disabled without one.
+    #[arg(long, env = "EDI_INBOX_ADMIN_TOKEN", global = true, hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Requests per minute a partner may make, unless its own limit says otherwise.
+    #[arg(long, env = "EDI_INBOX_RATE_LIMIT", default_value_t = 600, global = true)]
+    pub rate_limit: u32,
+    /// Deliveries processed at once by this instance; more get 429 with Retry-After.
+    #[arg(long, env = "EDI_INBOX_MAX_IN_FLIGHT", default_value_t = 256, global = true)]
+    pub max_in_flight: usize,
+    /// Seconds a client may take to send its request headers (slow-loris protection).
+    #[arg(long, env = "EDI_INBOX_HEADER_TIMEOUT", default_value_t = 10, global = true)]
+    pub header_timeout: u64,
     /// Log format: `pretty` for people, `json` for log pipelines.
     #[arg(long, env = "EDI_INBOX_LOG_FORMAT", default_value = "pretty", global = true)]
     pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthMode {
+    Auto,
+    Partners,
+    Open,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -130,5 +157,29 @@ pub enum LogFormat {
 impl ServerConfig {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout)
+    }
+
+    /// Whether deliveries must authenticate as a partner; refuses open mode on a network address
+    /// unless explicitly allowed.
+    pub fn partner_auth(&self) -> Result<bool, String> {
+        let loopback = self.bind.ip().is_loopback();
+        match self.auth {
+            AuthMode::Partners => Ok(true),
+            AuthMode::Auto => Ok(!loopback),
+            AuthMode::Open if loopback => Ok(false),
+            AuthMode::Open if self.allow_open_on_network => {
+                tracing::warn!(
+                    bind = %self.bind,
+                    "OPEN MODE ON A NETWORK ADDRESS: anybody who reaches this port can post as any sender \
+                     and claim any partner's control numbers. Never run like this in production."
+                );
+                Ok(false)
+            }
+            AuthMode::Open => Err(format!(
+                "refusing to serve without authentication on {}: open mode is for loopback addresses; \
+                 use --auth partners (or --allow-open-on-network to force it)",
+                self.bind
+            )),
+        }
     }
 }

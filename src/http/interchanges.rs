@@ -1,9 +1,12 @@
 //! `/v1/interchanges`: the inbox endpoint that receives interchanges, and reading them back.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use std::net::SocketAddr;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -12,11 +15,13 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::problem::{ApiError, PROBLEM_JSON, Problem};
-use super::{ApiContext, page_limit, parse_id};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use super::{ApiContext, auth, page_limit, parse_id};
 use crate::edi::{self, PartyId, Standard, ack};
 use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
 use crate::inbox::{Delivery, Outcome, Status};
-use crate::store::{InterchangeFilter, StoredInterchange};
+use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, StoredInterchange};
 
 /// Media types an interchange may be posted as; parameters such as `charset` are ignored.
 const ACCEPTED_MEDIA_TYPES: [&str; 5] = [
@@ -41,8 +46,13 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
     post,
     path = "/v1/interchanges",
     tag = "interchanges",
-    params(("Accept" = Option<String>, Header,
-        description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body")),
+    params(
+        ("Accept" = Option<String>, Header,
+            description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body"),
+        ("partner" = Option<String>, Query,
+            description = "The partner of a Standard Webhooks signed request (`webhook-id`, `webhook-timestamp`, `webhook-signature`)"),
+    ),
+    security(("api_key" = []), ("standard_webhooks" = [])),
     request_body(
         description = "The raw interchange. The standard is detected from ISA / UNA / UNB.",
         content(
@@ -63,30 +73,77 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
                 ("Content-Location" = String, description = "URL of the interchange resource"))),
         (status = 400, description = "`malformed-interchange`: no idempotency key can be read; nothing stored",
             body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`unauthorized`: no valid API key or signature (partner authentication)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden-sender`: the interchange's sender or receiver is not the partner's, or the partner is suspended; nothing stored",
+            body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
             body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported-media-type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-interchange`: stored as rejected, replayed with `Idempotent-Replayed: true`; a corrected resend with the same key replaces it",
             body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate-limited`: the partner's rate or this instance's capacity is exhausted; nothing was recorded",
+            body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = String, description = "Seconds to wait"))),
         (status = 503, description = "`unavailable`: the database cannot be reached; nothing was recorded, retry after `Retry-After` seconds",
             body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = String, description = "Seconds to wait"))),
     )
 )]
-pub async fn receive(
-    State(ctx): State<ApiContext>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Response {
     let received_at = Utc::now();
-    let content_type = accepted_content_type(&headers)?;
-    let body = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(ctx.body_limit),
-        _ => ApiError::BadRequest(rejection.body_text()),
-    })?;
+    let mut facts = attempt_facts(&request);
+    let (outcome, response) = match deliver(&ctx, request, &mut facts, received_at).await {
+        Ok(delivered) => delivered,
+        Err(error) => (error.outcome(), error.into_response()),
+    };
+    ctx.metrics.delivery(outcome);
+    if let Err(error) = ctx.store.audit(&facts, outcome, response.status().as_u16(), received_at).await {
+        tracing::warn!(%error, outcome, "the delivery attempt could not be audited");
+    }
+    response
+}
+
+/// What the audit trail keeps of a request before anything is known about its content.
+fn attempt_facts(request: &Request) -> AttemptFacts {
+    let header = |name: header::HeaderName| {
+        request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    };
+    AttemptFacts {
+        request_id: header(header::HeaderName::from_static("x-request-id")),
+        remote_addr: request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.to_string()),
+        user_agent: header(header::USER_AGENT),
+        content_type: header(header::CONTENT_TYPE),
+        ..AttemptFacts::default()
+    }
+}
+
+/// Authenticates, reads, parses and records one delivery; says what happened for the audit trail.
+async fn deliver(
+    ctx: &ApiContext,
+    request: Request,
+    facts: &mut AttemptFacts,
+    received_at: chrono::DateTime<Utc>,
+) -> Result<(&'static str, Response), ApiError> {
+    let (parts, body) = request.into_parts();
+    let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
+    let content_type = accepted_content_type(&parts.headers)?;
+    let caller = auth::identify(ctx, &parts).await?;
+    let mut body_limit = ctx.body_limit;
+    if let Some(partner) = caller.partner() {
+        facts.partner_id = Some(partner.id.clone());
+        let per_minute =
+            partner.requests_per_minute.and_then(|n| u32::try_from(n).ok()).unwrap_or(ctx.rate_limit);
+        ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)?;
+        body_limit = partner.max_body_bytes.and_then(|n| usize::try_from(n).ok()).unwrap_or(body_limit);
+    }
+    let body = read_body(&parts, body, body_limit).await?;
+    facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
+    let caller = auth::verify_signature(ctx, &parts, caller, &body)?;
     let mut unwrapped = Vec::new();
     let interchange = edi::parse(&body, &mut unwrapped).map_err(ApiError::Malformed)?;
+    auth::check_sender(ctx, &caller, &interchange.envelope)?;
     let delivery = match interchange.documents() {
         Ok(documents) => {
             Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
@@ -97,14 +154,10 @@ pub async fn receive(
             })
         }
     };
+    facts.source = Some(delivery.key.source.clone());
+    facts.message_id = Some(delivery.key.message_id.clone());
     let outcome = ctx.store.record(&delivery).await?;
-    tracing::info!(
-        source = %delivery.key.source,
-        message_id = %delivery.key.message_id,
-        outcome = ?outcome_name(&outcome),
-        "interchange received"
-    );
-    let ack_wanted = wants_ack(&headers);
+    let ack_wanted = wants_ack(&parts.headers);
     let (status, body, replayed, id) = match outcome {
         Outcome::Recorded { ack_control_number } => {
             let body = if ack_wanted {
@@ -115,10 +168,12 @@ pub async fn receive(
             (delivery.status, body, false, delivery.id)
         }
         Outcome::Replayed { id, status, body } => {
+            facts.inbox_id = Some(id);
             let body = if ack_wanted { ctx.store.ack(id).await?.ok_or(ApiError::NotFound)? } else { body };
             (status, body, true, id)
         }
         Outcome::Conflict { original_id } => {
+            facts.inbox_id = Some(original_id);
             return Err(ApiError::Conflict {
                 original_id,
                 sender: delivery.key.source,
@@ -126,6 +181,7 @@ pub async fn receive(
             });
         }
     };
+    facts.inbox_id = Some(id);
     let code = match (status, replayed) {
         (Status::Processed, false) => StatusCode::CREATED,
         (Status::Processed, true) => StatusCode::OK,
@@ -146,7 +202,29 @@ pub async fn receive(
         let name = if replayed { header::CONTENT_LOCATION } else { header::LOCATION };
         headers.insert(name, HeaderValue::from_str(&location).map_err(|_| ApiError::Internal)?);
     }
-    Ok(response)
+    let outcome = match (replayed, status) {
+        (true, _) => "replayed",
+        (false, Status::Processed) => "recorded",
+        (false, Status::Rejected) => "rejected",
+    };
+    tracing::info!(source = %delivery.key.source, message_id = %delivery.key.message_id, outcome, "interchange received");
+    Ok((outcome, response))
+}
+
+/// Reads the body up to `limit` bytes (413 beyond), refusing early when Content-Length says so.
+async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let declared =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::PayloadTooLarge(limit))
+        }
+        Err(error) => Err(ApiError::BadRequest(format!("the request body could not be read: {error}"))),
+    }
 }
 
 /// The acknowledgement is the body when the client accepts EDI (`Accept: application/edi-x12` or
@@ -165,14 +243,6 @@ fn ack_media_type(standard: Standard) -> &'static str {
     match standard {
         Standard::X12 => "application/edi-x12",
         Standard::Edifact => "application/edifact",
-    }
-}
-
-fn outcome_name(outcome: &Outcome) -> &'static str {
-    match outcome {
-        Outcome::Recorded { .. } => "recorded",
-        Outcome::Replayed { .. } => "replayed",
-        Outcome::Conflict { .. } => "conflict",
     }
 }
 
@@ -239,6 +309,30 @@ pub async fn get_ack(State(ctx): State<ApiContext>, Path(id): Path<String>) -> R
     let ack = ctx.store.ack(id).await?.ok_or(ApiError::NotFound)?;
     let standard = Standard::parse(&row.standard).ok_or(ApiError::Internal)?;
     Ok(([(header::CONTENT_TYPE, ack_media_type(standard))], ack).into_response())
+}
+
+/// List the delivery attempts of an interchange.
+///
+/// Every attempt is audited — first delivery, replays, conflicting resends — with its partner,
+/// transport metadata, outcome and time; never credentials.
+#[utoipa::path(
+    get,
+    path = "/v1/interchanges/{id}/deliveries",
+    tag = "interchanges",
+    params(("id" = Uuid, Path, description = "Interchange id")),
+    responses(
+        (status = 200, description = "The attempts, oldest first", body = [DeliveryAttempt]),
+        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_deliveries(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<DeliveryAttempt>>, ApiError> {
+    let id = parse_id(&id)?;
+    ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(ctx.store.delivery_attempts(id).await?))
 }
 
 /// A rejected interchange as a resource: envelope facts from its row, the stored problem as `error`.

@@ -1,21 +1,31 @@
 //! The HTTP API: routing, middleware (request ids, tracing, limits, timeouts, panics) and serving
 //! with graceful shutdown. Handlers live one file per resource; status codes are decided only here.
 
+mod admin;
+mod auth;
 mod health;
 pub mod interchanges;
 mod invoices;
+mod limits;
+pub mod metrics;
 pub mod openapi;
 pub mod problem;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::http::HeaderName;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tower_http::add_extension::AddExtensionLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -25,6 +35,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::{Config, SwaggerUi};
 use uuid::Uuid;
 
+use crate::config::ServerConfig;
 use crate::store::Store;
 use problem::ApiError;
 
@@ -34,6 +45,28 @@ pub struct ApiContext {
     pub store: Store,
     pub body_limit: usize,
     pub request_timeout: Duration,
+    /// Deliveries must authenticate as a registered partner.
+    pub partner_auth: bool,
+    pub admin_token: Option<String>,
+    /// Requests per minute of a partner without a limit of its own.
+    pub rate_limit: u32,
+    pub limiter: Arc<limits::Limiter>,
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+impl ApiContext {
+    pub fn new(store: Store, server: &ServerConfig, partner_auth: bool) -> ApiContext {
+        ApiContext {
+            store,
+            body_limit: server.body_limit,
+            request_timeout: server.request_timeout(),
+            partner_auth,
+            admin_token: server.admin_token.clone().filter(|token| !token.is_empty()),
+            rate_limit: server.rate_limit,
+            limiter: Arc::new(limits::Limiter::new(server.max_in_flight)),
+            metrics: Arc::default(),
+        }
+    }
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -48,10 +81,17 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .routes(routes!(interchanges::receive, interchanges::list_interchanges))
         .routes(routes!(interchanges::get_interchange))
         .routes(routes!(interchanges::get_ack))
+        .routes(routes!(interchanges::list_deliveries))
         .routes(routes!(invoices::list_invoices))
         .routes(routes!(invoices::get_invoice))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
+        .routes(routes!(metrics::metrics))
+        .routes(routes!(admin::list_partners, admin::create_partner))
+        .routes(routes!(admin::get_partner))
+        .routes(routes!(admin::set_status))
+        .routes(routes!(admin::issue_credential))
+        .routes(routes!(admin::revoke_credential))
         .split_for_parts()
 }
 
@@ -71,6 +111,7 @@ pub fn router(ctx: ApiContext) -> Router {
             axum::routing::get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], spec) }),
         )
         .layer(DefaultBodyLimit::max(ctx.body_limit))
+        .layer(middleware::from_fn_with_state(ctx.clone(), auth::operators_only))
         .layer(middleware::from_fn(move |request: Request, next: Next| time_limit(timeout, request, next)))
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
@@ -91,13 +132,45 @@ async fn time_limit(limit: Duration, request: Request, next: Next) -> Response {
     }
 }
 
-/// Serves until `shutdown` resolves, then finishes the requests in flight.
+/// Serves until `shutdown` resolves, then finishes the requests in flight. A client that does not
+/// send its request headers within `header_timeout` is disconnected (slow-loris protection); the
+/// body is bounded by the request timeout.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    header_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait a little instead of spinning.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service =
+            TowerToHyperService::new(app.clone().layer(AddExtensionLayer::new(ConnectInfo(remote))));
+        let connection = graceful
+            .watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned());
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %remote, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
 
 fn parse_id(text: &str) -> Result<Uuid, ApiError> {

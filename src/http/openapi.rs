@@ -5,13 +5,14 @@ use utoipa::OpenApi;
 
 #[derive(OpenApi)]
 #[openapi(
+    modifiers(&Security),
     info(
         title = "edi-inbox",
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\
 Errors are RFC 9457 `application/problem+json` documents whose `type` is one of the stable relative URIs \
 `/problems/malformed-interchange` (400), `/problems/invalid-request` (400), `/problems/not-found` (404), \
-`/problems/control-number-conflict` (409), `/problems/payload-too-large` (413), \
-`/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), \
+`/problems/unauthorized` (401), `/problems/forbidden-sender` (403), `/problems/control-number-conflict` (409), `/problems/payload-too-large` (413), \
+`/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), `/problems/rate-limited` (429), \
 `/problems/internal-error` (500) and `/problems/unavailable` (503). EDI errors carry \
 `segment_position`, `segment` and `element`.",
         license(name = "MIT OR Apache-2.0")
@@ -19,10 +20,46 @@ Errors are RFC 9457 `application/problem+json` documents whose `type` is one of 
     tags(
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),
         (name = "invoices", description = "Invoices booked from processed interchanges"),
-        (name = "operations", description = "Probes"),
+        (name = "operations", description = "Probes and metrics"),
+        (name = "admin", description = "Partner registry (admin token)"),
     )
 )]
 pub struct ApiDoc;
+
+/// The ways to authenticate: a partner's API key or Standard Webhooks signature, the admin token.
+struct Security;
+
+impl utoipa::Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A partner's API key (`eik_…`)"))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "standard_webhooks",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "webhook-signature",
+                "Standard Webhooks v1 signature with `webhook-id` and `webhook-timestamp`; name the partner in the `partner` query parameter",
+            ))),
+        );
+        components.add_security_scheme(
+            "admin_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("EDI_INBOX_ADMIN_TOKEN"))
+                    .build(),
+            ),
+        );
+    }
+}
 
 /// The document as pretty JSON with a trailing newline, exactly as committed.
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {

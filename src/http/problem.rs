@@ -15,6 +15,11 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// Seconds a client is asked to wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "5";
 
+/// Whole seconds to wait, at least one.
+fn retry_after(wait: std::time::Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
 /// An RFC 9457 problem. `type` is a stable relative URI; EDI errors add their location.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
@@ -59,6 +64,14 @@ pub enum ApiError {
     NotFound,
     #[error("{0}")]
     BadRequest(String),
+    #[error("{0}")]
+    AlreadyExists(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("rate limit reached")]
+    RateLimited(std::time::Duration),
     #[error("request timed out")]
     Timeout,
     #[error(transparent)]
@@ -74,8 +87,11 @@ impl ApiError {
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::AlreadyExists(_) => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -91,8 +107,12 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => ("unsupported-media-type", "Unsupported media type"),
             ApiError::PayloadTooLarge(_) => ("payload-too-large", "Payload too large"),
             ApiError::Conflict { .. } => ("control-number-conflict", "Control number conflict"),
+            ApiError::AlreadyExists(_) => ("already-exists", "Already exists"),
             ApiError::NotFound => ("not-found", "Not found"),
             ApiError::BadRequest(_) => ("invalid-request", "Invalid request"),
+            ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
+            ApiError::Forbidden(_) => ("forbidden-sender", "Forbidden"),
+            ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 ("unavailable", "Service unavailable")
             }
@@ -110,6 +130,9 @@ impl ApiError {
             ),
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 "the interchange was not recorded; retry later".to_owned()
+            }
+            ApiError::RateLimited(wait) => {
+                format!("too many requests; nothing was recorded, retry in {} s", retry_after(*wait))
             }
             ApiError::Store(_) | ApiError::Internal => {
                 "the request could not be completed; it was logged".to_owned()
@@ -133,6 +156,23 @@ impl ApiError {
                 ApiError::Conflict { original_id, .. } => Some(*original_id),
                 _ => None,
             },
+        }
+    }
+
+    /// The audit trail's name for a delivery refused with this error.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            ApiError::Malformed(_) => "malformed",
+            ApiError::Invalid { .. } => "rejected",
+            ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
+            ApiError::PayloadTooLarge(_) => "too-large",
+            ApiError::Conflict { .. } => "conflict",
+            ApiError::Unauthorized(_) => "unauthenticated",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::RateLimited(_) => "rate-limited",
+            ApiError::BadRequest(_) | ApiError::NotFound | ApiError::AlreadyExists(_) => "bad-request",
+            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => "unavailable",
+            ApiError::Store(_) | ApiError::Internal => "error",
         }
     }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{DatabaseConfig, LogFormat, ServerConfig};
+use edi_inbox::config::{AuthMode, DatabaseConfig, LogFormat, ServerConfig};
 use serde_json::Value;
 use sqlx::Connection;
 use tokio::sync::oneshot;
@@ -90,6 +90,12 @@ pub fn server_config() -> ServerConfig {
         bind: "127.0.0.1:0".parse().expect("address"),
         body_limit: 10 * 1024 * 1024,
         request_timeout: 30,
+        auth: AuthMode::Auto,
+        allow_open_on_network: false,
+        admin_token: None,
+        rate_limit: 600,
+        max_in_flight: 256,
+        header_timeout: 10,
         log_format: LogFormat::Pretty,
     }
 }

@@ -1,0 +1,153 @@
+//! `/v1/admin/partners`: the partner registry over HTTP, for operators holding the admin token.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::ApiContext;
+use super::problem::{ApiError, Problem};
+use crate::partners::admin::{self, AdminError};
+use crate::partners::{IssuedSecret, NewPartner, Partner};
+
+impl From<AdminError> for ApiError {
+    fn from(error: AdminError) -> ApiError {
+        match error {
+            AdminError::Invalid(detail) => ApiError::BadRequest(detail),
+            AdminError::Exists(_) => ApiError::AlreadyExists(error.to_string()),
+            AdminError::NoPartner(_) | AdminError::NoCredential(..) => ApiError::NotFound,
+            AdminError::Store(error) => ApiError::Store(error),
+        }
+    }
+}
+
+fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(value)| value).map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
+}
+
+/// A registered partner with the secrets issued for it, shown only in this response.
+#[derive(Serialize, ToSchema)]
+pub struct RegisteredPartner {
+    pub partner: Partner,
+    pub secrets: Vec<IssuedSecret>,
+}
+
+/// List partners.
+#[utoipa::path(get, path = "/v1/admin/partners", tag = "admin", security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "All partners", body = [Partner]),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_partners(State(ctx): State<ApiContext>) -> Result<Json<Vec<Partner>>, ApiError> {
+    Ok(Json(ctx.store.partners().await?))
+}
+
+/// Register a partner; its first API key and signing secret are in the response, and only there.
+#[utoipa::path(post, path = "/v1/admin/partners", tag = "admin", security(("admin_token" = [])),
+    request_body = NewPartner,
+    responses(
+        (status = 201, description = "Registered", body = RegisteredPartner),
+        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`already-exists`: the id or a sender identity is taken", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_partner(
+    State(ctx): State<ApiContext>,
+    body: Result<Json<NewPartner>, JsonRejection>,
+) -> Result<(StatusCode, Json<RegisteredPartner>), ApiError> {
+    let (partner, secrets) = admin::register(&ctx.store, &json(body)?).await?;
+    Ok((StatusCode::CREATED, Json(RegisteredPartner { partner, secrets })))
+}
+
+/// Read one partner (credentials listed without their secrets).
+#[utoipa::path(get, path = "/v1/admin/partners/{id}", tag = "admin", security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Partner id")),
+    responses(
+        (status = 200, description = "The partner", body = Partner),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_partner(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+) -> Result<Json<Partner>, ApiError> {
+    Ok(Json(ctx.store.partner(&id).await?.ok_or(ApiError::NotFound)?))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct StatusChange {
+    /// `active` or `suspended`.
+    #[schema(example = "suspended")]
+    pub status: String,
+}
+
+/// Suspend or reactivate a partner.
+#[utoipa::path(put, path = "/v1/admin/partners/{id}/status", tag = "admin", security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Partner id")),
+    request_body = StatusChange,
+    responses(
+        (status = 200, description = "The partner", body = Partner),
+        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn set_status(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+    body: Result<Json<StatusChange>, JsonRejection>,
+) -> Result<Json<Partner>, ApiError> {
+    let change = json(body)?;
+    if !matches!(change.status.as_str(), "active" | "suspended") {
+        return Err(ApiError::BadRequest(format!(
+            "status must be active or suspended, not {:?}",
+            change.status
+        )));
+    }
+    Ok(Json(admin::set_status(&ctx.store, &id, &change.status).await?))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CredentialRequest {
+    /// `api_key` or `webhook_secret`.
+    #[schema(example = "api_key")]
+    pub kind: String,
+}
+
+/// Issue an additional credential (rotation: the older ones stay valid until revoked).
+#[utoipa::path(post, path = "/v1/admin/partners/{id}/credentials", tag = "admin", security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Partner id")),
+    request_body = CredentialRequest,
+    responses(
+        (status = 201, description = "The new secret, shown only here", body = IssuedSecret),
+        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn issue_credential(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+    body: Result<Json<CredentialRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<IssuedSecret>), ApiError> {
+    let request = json(body)?;
+    Ok((StatusCode::CREATED, Json(admin::rotate(&ctx.store, &id, &request.kind).await?)))
+}
+
+/// Revoke a credential.
+#[utoipa::path(delete, path = "/v1/admin/partners/{id}/credentials/{credential}", tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Partner id"), ("credential" = Uuid, Path, description = "Credential id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn revoke_credential(
+    State(ctx): State<ApiContext>,
+    Path((id, credential)): Path<(String, Uuid)>,
+) -> Result<StatusCode, ApiError> {
+    admin::revoke(&ctx.store, &id, credential).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -191,8 +191,18 @@ impl IntoResponse for ApiError {
         }
         let mut response =
             (self.status(), [(header::CONTENT_TYPE, PROBLEM_JSON)], self.body()).into_response();
-        if self.status() == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+        let headers = response.headers_mut();
+        match &self {
+            ApiError::RateLimited(wait) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after(*wait)));
+            }
+            ApiError::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ if self.status() == StatusCode::SERVICE_UNAVAILABLE => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+            }
+            _ => {}
         }
         response
     }

@@ -1,0 +1,310 @@
+//! Only the real sender can claim its keys: partner authentication (API keys, Standard Webhooks
+//! signatures), sender and receiver binding, rotation, suspension, limits, the admin API and the
+//! audit trail — through HTTP, on SQLite and PostgreSQL.
+
+mod common;
+
+use chrono::Utc;
+use common::{Backend, Harness, Reply, fixture, server_config};
+use edi_inbox::config::{AuthMode, ServerConfig};
+use edi_inbox::partners::webhooks;
+use serde_json::{Value, json};
+
+const ADMIN: &str = "admin-token-for-tests";
+
+fn secured() -> ServerConfig {
+    ServerConfig { auth: AuthMode::Partners, admin_token: Some(ADMIN.into()), ..server_config() }
+}
+
+struct Registered {
+    api_key: String,
+    webhook_secret: String,
+}
+
+async fn admin(h: &Harness, method: reqwest::Method, path: &str, body: Option<Value>) -> Reply {
+    let mut request = h.app.client.request(method, h.app.url(path)).bearer_auth(ADMIN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    reply(request).await
+}
+
+async fn reply(request: reqwest::RequestBuilder) -> Reply {
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    Reply { status, headers, text: response.text().await.expect("body") }
+}
+
+async fn register(h: &Harness, partner: Value) -> Registered {
+    let created = admin(h, reqwest::Method::POST, "/v1/admin/partners", Some(partner)).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let secrets = created.json()["secrets"].clone();
+    let secret = |kind: &str| {
+        secrets.as_array().unwrap().iter().find(|s| s["kind"] == kind).unwrap()["secret"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    Registered { api_key: secret("api_key"), webhook_secret: secret("webhook_secret") }
+}
+
+async fn acme(h: &Harness) -> Registered {
+    register(h, json!({"id": "acme", "name": "ACME Supply", "senders": ["x12:ZZ:ACMESUPPLY"], "receivers": ["x12:ZZ:BUYERCO"]})).await
+}
+
+async fn post_with_key(h: &Harness, key: &str, body: Vec<u8>) -> Reply {
+    reply(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges"))
+            .bearer_auth(key)
+            .header("content-type", "application/edi-x12")
+            .body(body),
+    )
+    .await
+}
+
+async fn post_signed(h: &Harness, partner: &str, secret: &str, timestamp: i64, body: Vec<u8>) -> Reply {
+    let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+    let signature = webhooks::sign(secret, &id, timestamp, &body);
+    reply(
+        h.app
+            .client
+            .post(h.app.url(&format!("/v1/interchanges?partner={partner}")))
+            .header("content-type", "application/edi-x12")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(body),
+    )
+    .await
+}
+
+async fn stored_interchanges(h: &Harness) -> usize {
+    let page = admin(h, reqwest::Method::GET, "/v1/interchanges?limit=500", None).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    page.json()["items"].as_array().unwrap().len()
+}
+
+async fn a_forged_sender_cannot_claim_another_partners_key(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = acme(&h).await;
+    let other = register(&h, json!({"id": "other", "name": "Other", "senders": ["x12:ZZ:OTHERCO"]})).await;
+
+    let forged = post_with_key(&h, &other.api_key, fixture("x12/810-single.edi")).await;
+    let problem = forged.assert_problem(403, "forbidden-sender");
+    assert!(problem["detail"].as_str().unwrap().contains("x12:ZZ:ACMESUPPLY"), "{}", forged.text);
+    assert_eq!(stored_interchanges(&h).await, 0, "nothing stored for a forged sender");
+
+    // The real sender's first delivery is still a first delivery, not a replay or a conflict.
+    let real = post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
+    assert_eq!(real.status, 201, "{}", real.text);
+    let metrics = h.app.get("/metrics").await.text;
+    assert!(metrics.contains("edi_inbox_security_events_total{reason=\"forged-sender\"} 1"), "{metrics}");
+    h.finish().await;
+}
+
+async fn requests_without_valid_credentials_are_refused(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = acme(&h).await;
+    let anonymous = h.app.post_fixture("x12/810-single.edi").await;
+    anonymous.assert_problem(401, "unauthorized");
+    assert_eq!(anonymous.header("www-authenticate"), Some("Bearer"));
+    post_with_key(&h, "eik_not-a-key", fixture("x12/810-single.edi"))
+        .await
+        .assert_problem(401, "unauthorized");
+    post_with_key(&h, &acme.webhook_secret, fixture("x12/810-single.edi"))
+        .await
+        .assert_problem(401, "unauthorized");
+    // Wrong receiver: the partner may only send to BUYERCO.
+    let elsewhere = String::from_utf8(fixture("x12/810-single.edi"))
+        .unwrap()
+        .replace("*ZZ*BUYERCO        *", "*ZZ*SOMEONEELSE    *");
+    post_with_key(&h, &acme.api_key, elsewhere.into_bytes()).await.assert_problem(403, "forbidden-sender");
+    // Reads need the admin token once partners authenticate.
+    h.app.get("/v1/interchanges").await.assert_problem(401, "unauthorized");
+    reply(h.app.client.get(h.app.url("/v1/invoices")).bearer_auth(&acme.api_key))
+        .await
+        .assert_problem(401, "unauthorized");
+    reply(h.app.client.get(h.app.url("/v1/admin/partners")).bearer_auth("wrong"))
+        .await
+        .assert_problem(401, "unauthorized");
+    assert_eq!(h.app.get("/healthz").await.status, 200, "probes stay public");
+    assert_eq!(stored_interchanges(&h).await, 0);
+    h.finish().await;
+}
+
+async fn standard_webhooks_signatures_are_verified(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = acme(&h).await;
+    let now = Utc::now().timestamp();
+    let body = fixture("x12/810-single.edi");
+
+    let wrong_secret = webhooks::sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "x", now, &body);
+    assert!(!wrong_secret.is_empty());
+    post_signed(&h, "acme", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", now, body.clone())
+        .await
+        .assert_problem(401, "unauthorized");
+    let stale = post_signed(&h, "acme", &acme.webhook_secret, now - 600, body.clone()).await;
+    let problem = stale.assert_problem(401, "unauthorized");
+    assert!(problem["detail"].as_str().unwrap().contains("five minutes"), "{}", stale.text);
+    post_signed(&h, "acme", &acme.webhook_secret, now + 600, body.clone())
+        .await
+        .assert_problem(401, "unauthorized");
+    post_signed(&h, "nobody", &acme.webhook_secret, now, body.clone())
+        .await
+        .assert_problem(401, "unauthorized");
+    assert_eq!(stored_interchanges(&h).await, 0);
+
+    let signed = post_signed(&h, "acme", &acme.webhook_secret, now, body.clone()).await;
+    assert_eq!(signed.status, 201, "{}", signed.text);
+    // A signature over other bytes does not carry over to a tampered body.
+    let id = "msg_fixed";
+    let signature = webhooks::sign(&acme.webhook_secret, id, now, &body);
+    let tampered = String::from_utf8(body).unwrap().replace("500*EA", "900*EA");
+    let refused = reply(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges?partner=acme"))
+            .header("webhook-id", id)
+            .header("webhook-timestamp", now.to_string())
+            .header("webhook-signature", signature)
+            .body(tampered),
+    )
+    .await;
+    refused.assert_problem(401, "unauthorized");
+    h.finish().await;
+}
+
+async fn rotated_credentials_work_during_the_overlap(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let old = acme(&h).await;
+    let issued = admin(
+        &h,
+        reqwest::Method::POST,
+        "/v1/admin/partners/acme/credentials",
+        Some(json!({"kind": "api_key"})),
+    )
+    .await;
+    assert_eq!(issued.status, 201, "{}", issued.text);
+    let new_key = issued.json()["secret"].as_str().unwrap().to_owned();
+    let secret = admin(
+        &h,
+        reqwest::Method::POST,
+        "/v1/admin/partners/acme/credentials",
+        Some(json!({"kind": "webhook_secret"})),
+    )
+    .await;
+    let new_secret = secret.json()["secret"].as_str().unwrap().to_owned();
+
+    assert_eq!(post_with_key(&h, &old.api_key, fixture("x12/810-single.edi")).await.status, 201);
+    assert_eq!(post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.status, 200);
+    let now = Utc::now().timestamp();
+    assert_eq!(
+        post_signed(&h, "acme", &old.webhook_secret, now, fixture("x12/810-single.edi")).await.status,
+        200
+    );
+    assert_eq!(post_signed(&h, "acme", &new_secret, now, fixture("x12/810-one-line.edi")).await.status, 201);
+
+    // Revoking the old key ends the overlap.
+    let partner = admin(&h, reqwest::Method::GET, "/v1/admin/partners/acme", None).await.json();
+    let old_id = partner["credentials"].as_array().unwrap().iter().find(|c| c["kind"] == "api_key").unwrap()
+        ["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let revoked =
+        admin(&h, reqwest::Method::DELETE, &format!("/v1/admin/partners/acme/credentials/{old_id}"), None)
+            .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.text);
+    post_with_key(&h, &old.api_key, fixture("x12/810-single.edi")).await.assert_problem(401, "unauthorized");
+    assert_eq!(post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.status, 200);
+    assert!(!partner.to_string().contains(&new_key), "secrets are never listed");
+
+    // Suspension refuses every credential; reactivation restores them.
+    let suspended = admin(
+        &h,
+        reqwest::Method::PUT,
+        "/v1/admin/partners/acme/status",
+        Some(json!({"status": "suspended"})),
+    )
+    .await;
+    assert_eq!(suspended.json()["status"], "suspended");
+    post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.assert_problem(403, "forbidden-sender");
+    admin(&h, reqwest::Method::PUT, "/v1/admin/partners/acme/status", Some(json!({"status": "active"})))
+        .await;
+    assert_eq!(post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.status, 200);
+    h.finish().await;
+}
+
+async fn every_attempt_is_audited_without_secrets(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = acme(&h).await;
+    let created = post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
+    post_with_key(&h, &acme.api_key, fixture("x12/810-single-rewrapped.edi")).await;
+    post_with_key(&h, &acme.api_key, fixture("x12/810-single-conflict.edi")).await;
+    let id = created.json()["id"].as_str().unwrap().to_owned();
+    let trail = admin(&h, reqwest::Method::GET, &format!("/v1/interchanges/{id}/deliveries"), None).await;
+    assert_eq!(trail.status, 200, "{}", trail.text);
+    let attempts = trail.json();
+    let outcomes: Vec<_> =
+        attempts.as_array().unwrap().iter().map(|a| (a["outcome"].clone(), a["status"].clone())).collect();
+    assert_eq!(
+        outcomes,
+        [(json!("recorded"), json!(201)), (json!("replayed"), json!(200)), (json!("conflict"), json!(409))]
+    );
+    for attempt in attempts.as_array().unwrap() {
+        assert_eq!(attempt["partner_id"], "acme");
+        assert!(attempt["remote_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
+        assert!(attempt["request_id"].as_str().is_some());
+    }
+    assert!(!trail.text.contains(&acme.api_key) && !trail.text.contains(&acme.webhook_secret));
+    let metrics = h.app.get("/metrics").await.text;
+    assert!(metrics.contains("edi_inbox_deliveries_total{outcome=\"conflict\"} 1"), "{metrics}");
+    h.finish().await;
+}
+
+async fn partner_limits_apply(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let small = register(
+        &h,
+        json!({"id": "small", "name": "Small", "senders": ["x12:ZZ:ACMESUPPLY"], "max_body_bytes": 200, "requests_per_minute": 2}),
+    )
+    .await;
+    post_with_key(&h, &small.api_key, fixture("x12/810-single.edi"))
+        .await
+        .assert_problem(413, "payload-too-large");
+    post_with_key(&h, &small.api_key, b"ISA".to_vec()).await.assert_problem(400, "malformed-interchange");
+    let limited = post_with_key(&h, &small.api_key, b"ISA".to_vec()).await;
+    limited.assert_problem(429, "rate-limited");
+    let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&wait), "{wait}");
+    h.finish().await;
+}
+
+both_backends!(
+    a_forged_sender_cannot_claim_another_partners_key,
+    requests_without_valid_credentials_are_refused,
+    standard_webhooks_signatures_are_verified,
+    rotated_credentials_work_during_the_overlap,
+    every_attempt_is_audited_without_secrets,
+    partner_limits_apply,
+);
+
+#[tokio::test]
+async fn open_mode_is_refused_on_a_network_address() {
+    let db = common::TestDb::create(Backend::Sqlite).await;
+    let store = edi_inbox::app::open_store(&common::database_config(&db.url)).await.unwrap();
+    let network =
+        ServerConfig { bind: "0.0.0.0:0".parse().unwrap(), auth: AuthMode::Open, ..server_config() };
+    let refused = edi_inbox::app::App::bind(store.clone(), &network).await.err().expect("refused");
+    assert!(refused.to_string().contains("refusing to serve without authentication"), "{refused}");
+    assert_eq!(network.partner_auth(), Err(refused.to_string()));
+    let forced = ServerConfig { allow_open_on_network: true, ..network.clone() };
+    assert_eq!(forced.partner_auth(), Ok(false));
+    let auto = ServerConfig { auth: AuthMode::Auto, ..network };
+    assert_eq!(auto.partner_auth(), Ok(true), "auto authenticates partners off loopback");
+    assert_eq!(server_config().partner_auth(), Ok(false), "auto is open on loopback");
+    db.remove().await;
+}

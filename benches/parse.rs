@@ -20,7 +20,8 @@ fn parse(c: &mut Criterion) {
         group.bench_function(name, |b| {
             let mut scratch = Vec::new();
             b.iter(|| {
-                let interchange = edi::parse(black_box(&bytes), &mut scratch).expect("valid");
+                let interchange =
+                    edi::parse(black_box(&bytes), &mut scratch, Default::default()).expect("valid");
                 let documents = interchange.documents().expect("valid");
                 (interchange.fingerprint(), documents.len())
             })

@@ -19,7 +19,7 @@ fn main() -> std::io::Result<()> {
         let mut scratch = Vec::new();
         let (mut runs, started) = (0u32, Instant::now());
         while runs < 5 || started.elapsed() < Duration::from_secs(2) {
-            let interchange = edi::parse(&bytes, &mut scratch).expect("valid");
+            let interchange = edi::parse(&bytes, &mut scratch, Default::default()).expect("valid");
             std::hint::black_box((interchange.documents().expect("valid").len(), interchange.fingerprint()));
             runs += 1;
         }

@@ -133,6 +133,12 @@ pub struct ServerConfig {
     /// Deliveries processed at once by this instance; more get 429 with Retry-After.
     #[arg(long, env = "EDI_INBOX_MAX_IN_FLIGHT", default_value_t = 256, global = true)]
     pub max_in_flight: usize,
+    /// Segments an interchange may have; more make it invalid (422), and reading stops there.
+    #[arg(long, env = "EDI_INBOX_MAX_SEGMENTS", default_value_t = 1_000_000, global = true)]
+    pub max_segments: usize,
+    /// Longest element in bytes; a longer one makes the interchange invalid (422).
+    #[arg(long, env = "EDI_INBOX_MAX_ELEMENT_LENGTH", default_value_t = 65_536, global = true)]
+    pub max_element_length: usize,
     /// Seconds a client may take to send its request headers (slow-loris protection).
     #[arg(long, env = "EDI_INBOX_HEADER_TIMEOUT", default_value_t = 10, global = true)]
     pub header_timeout: u64,

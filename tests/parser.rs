@@ -158,7 +158,7 @@ fn cents(value: u64) -> Decimal {
 /// Parses and maps whatever it is given; the result does not matter, only that it returns.
 fn parse_everything(bytes: &[u8]) {
     let mut scratch = Vec::new();
-    if let Ok(interchange) = edi::parse(bytes, &mut scratch) {
+    if let Ok(interchange) = edi::parse(bytes, &mut scratch, Default::default()) {
         let _ = interchange.fingerprint();
         let _ = interchange.documents();
     }
@@ -239,7 +239,7 @@ proptest! {
         let line_end = if crlf { "\r\n" } else { "\n" };
         let wrapped = plain.as_bytes().chunks(80).map(|chunk| String::from_utf8(chunk.to_vec()).unwrap()).collect::<Vec<_>>().join(line_end);
         let mut scratch = Vec::new();
-        let interchange = edi::parse(wrapped.as_bytes(), &mut scratch).expect("header");
+        let interchange = edi::parse(wrapped.as_bytes(), &mut scratch, Default::default()).expect("header");
         let expected = edi::read(plain.as_bytes()).expect("header");
         prop_assert_eq!(&interchange.envelope, &expected.envelope);
         prop_assert_eq!(interchange.fingerprint(), expected.fingerprint());

@@ -3,8 +3,8 @@
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
 use super::{
-    Document, EdiError, Envelope, Interchange, PartyId, Standard, Unique, expect_count, expect_reference,
-    invoice, require_terminated, trailing_data,
+    Document, EdiError, Envelope, Interchange, Limits, PartyId, Standard, Unique, expect_count,
+    expect_reference, invoice, require_terminated, trailing_data,
 };
 
 const DEFAULTS: Delimiters =
@@ -13,7 +13,7 @@ const DEFAULTS: Delimiters =
 /// Length of `UNA` plus its six service characters.
 const UNA_LEN: usize = 9;
 
-pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiError> {
+pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interchange<'_>, EdiError> {
     let body = &input[start..];
     let (delimiters, decimal_mark, service_advice) = if body.starts_with(b"UNA") {
         let una = body.get(..UNA_LEN).ok_or_else(|| EdiError {
@@ -34,8 +34,9 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
     } else {
         (DEFAULTS, b'.', &[][..])
     };
-    let mut segments: Vec<Segment<'_>> =
-        Segments::new(input, start + service_advice.len(), 1, delimiters).collect();
+    let mut segments: Vec<Segment<'_>> = Segments::new(input, start + service_advice.len(), 1, delimiters)
+        .take(limits.max_segments + 1)
+        .collect();
     let unb = match segments.first() {
         Some(first) if first.tag() == b"UNB" => *first,
         _ => {
@@ -65,7 +66,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
         ));
     }
     segments.shrink_to_fit();
-    Ok(Interchange { envelope, delimiters, charset, decimal_mark, input, service_advice, segments })
+    Ok(Interchange { envelope, delimiters, charset, decimal_mark, input, service_advice, segments, limits })
 }
 
 /// The character set named by the UNB syntax identifier (S001/0001).

@@ -154,17 +154,40 @@ pub struct Interchange<'a> {
     input: &'a [u8],
     /// The UNA service string advice, kept verbatim for the fingerprint.
     service_advice: &'a [u8],
+    /// At most `limits.max_segments + 1`: reading stops after the first segment over the limit.
     segments: Vec<Segment<'a>>,
+    limits: Limits,
 }
 
-/// Reads the envelope header of an X12 or EDIFACT interchange. An error means no key can be derived.
+/// Bounds applied while parsing, so that no input costs more than its size warrants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Segments read at most; one more makes the interchange invalid (and is where reading stops).
+    pub max_segments: usize,
+    /// Longest element in bytes.
+    pub max_element_length: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_segments: 1_000_000, max_element_length: 65_536 }
+    }
+}
+
+/// Reads the envelope header of an X12 or EDIFACT interchange with the default [`Limits`]. An error
+/// means no key can be derived.
 pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
+    read_with(input, Limits::default())
+}
+
+/// [`read`] with explicit limits.
+pub fn read_with(input: &[u8], limits: Limits) -> Result<Interchange<'_>, EdiError> {
     let start = input.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(input.len());
     let body = &input[start..];
     if body.starts_with(b"ISA") {
-        x12::read(input, start)
+        x12::read(input, start, limits)
     } else if body.starts_with(b"UNA") || body.starts_with(b"UNB") {
-        edifact::read(input, start)
+        edifact::read(input, start, limits)
     } else if body.is_empty() {
         Err(EdiError::unlocated("the body is empty; expected an X12 or EDIFACT interchange"))
     } else {
@@ -177,15 +200,19 @@ pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
 /// Reads an interchange like [`read`], also when a sender wrapped segments over several lines
 /// (fixed-width line breaks inside segments): such an interchange is read from a copy without line
 /// breaks, made in `scratch`. Interchanges whose segment terminator is a line break are read as they are.
-pub fn parse<'a>(input: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Interchange<'a>, EdiError> {
-    let interchange = read(input)?;
+pub fn parse<'a>(
+    input: &'a [u8],
+    scratch: &'a mut Vec<u8>,
+    limits: Limits,
+) -> Result<Interchange<'a>, EdiError> {
+    let interchange = read_with(input, limits)?;
     if !interchange.is_wrapped() {
         return Ok(interchange);
     }
     scratch.clear();
     scratch.extend(input.iter().copied().filter(|b| !matches!(b, b'\r' | b'\n')));
     let unwrapped: &'a [u8] = scratch;
-    read(unwrapped)
+    read_with(unwrapped, limits)
 }
 
 impl<'a> Interchange<'a> {
@@ -199,6 +226,7 @@ impl<'a> Interchange<'a> {
 
     /// Validates the envelope structure and maps every document; the first error wins.
     pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
+        self.check_limits()?;
         self.check_charset()?;
         match self.envelope.standard {
             Standard::X12 => x12::documents(self),
@@ -235,6 +263,26 @@ impl<'a> Interchange<'a> {
             hash.update([d.segment]);
         }
         format!("{:x}", hash.finalize())
+    }
+
+    fn check_limits(&self) -> Result<(), EdiError> {
+        let Limits { max_segments, max_element_length } = self.limits;
+        if let Some(extra) = self.segments.get(max_segments) {
+            return Err(extra.error(None, format!("the interchange has more than {max_segments} segments")));
+        }
+        // A segment no longer than the limit cannot hold a longer element.
+        for segment in self.segments.iter().filter(|s| s.bytes.len() > max_element_length) {
+            let d = self.delimiters;
+            if let Some(n) =
+                syntax::split(segment.bytes, d.element, d.release).position(|e| e.len() > max_element_length)
+            {
+                return Err(segment.error(
+                    (n > 0).then(|| segment.element_name(n)),
+                    format!("an element is longer than {max_element_length} bytes"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every segment must be valid in the interchange's character set, read or not: a byte outside it

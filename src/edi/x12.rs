@@ -7,14 +7,14 @@
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
 use super::{
-    Document, EdiError, Envelope, Interchange, PartyId, Standard, Unique, expect_count, expect_reference,
-    invoice, require_terminated, trailing_data,
+    Document, EdiError, Envelope, Interchange, Limits, PartyId, Standard, Unique, expect_count,
+    expect_reference, invoice, require_terminated, trailing_data,
 };
 
 /// Number of elements in an ISA segment.
 const ISA_ELEMENTS: usize = 16;
 
-pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiError> {
+pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interchange<'_>, EdiError> {
     let body = &input[start..];
     let isa_error = |message: &str| EdiError {
         kind: super::ErrorKind::Structure,
@@ -64,7 +64,8 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
     }
     let isa = Segment { delimiters, ..isa };
     let mut segments = vec![isa];
-    segments.extend(Segments::new(input, start + isa_bytes.len() + 1, 2, delimiters));
+    segments
+        .extend(Segments::new(input, start + isa_bytes.len() + 1, 2, delimiters).take(limits.max_segments));
     Ok(Interchange {
         envelope,
         delimiters,
@@ -73,6 +74,7 @@ pub(super) fn read(input: &[u8], start: usize) -> Result<Interchange<'_>, EdiErr
         input,
         service_advice: &[],
         segments,
+        limits,
     })
 }
 
@@ -240,6 +242,26 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
         let warning = &docs[0].warnings[0];
         assert_eq!((warning.document.as_str(), warning.segment_position), ("0001", Some(6)));
         assert!(warning.message.contains("3.01"), "{warning:?}");
+    }
+
+    #[test]
+    fn limits_bound_segments_and_elements() {
+        use super::super::{Limits, read_with};
+        let at = |limits| {
+            read_with(ONE_810, limits)
+                .unwrap()
+                .documents()
+                .map(|_| ())
+                .map_err(|e| (e.segment_position, e.element))
+        };
+        assert_eq!(at(Limits { max_segments: 9, max_element_length: 15 }), Ok(()));
+        assert_eq!(at(Limits { max_segments: 8, max_element_length: 15 }), Err((Some(9), None)));
+        assert_eq!(
+            at(Limits { max_segments: 9, max_element_length: 14 }),
+            Err((Some(1), Some("ISA06".into())))
+        );
+        let read = read_with(ONE_810, Limits { max_segments: 3, max_element_length: 15 }).unwrap();
+        assert_eq!(read.segments.len(), 4, "reading stops after the first segment over the limit");
     }
 
     #[test]

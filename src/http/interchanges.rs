@@ -142,7 +142,7 @@ async fn deliver(
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let caller = auth::verify_signature(ctx, &parts, caller, &body)?;
     let mut unwrapped = Vec::new();
-    let interchange = edi::parse(&body, &mut unwrapped).map_err(ApiError::Malformed)?;
+    let interchange = edi::parse(&body, &mut unwrapped, ctx.parse_limits).map_err(ApiError::Malformed)?;
     auth::check_sender(ctx, &caller, &interchange.envelope)?;
     let delivery = match interchange.documents() {
         Ok(documents) => {

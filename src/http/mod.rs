@@ -52,6 +52,8 @@ pub struct ApiContext {
     pub rate_limit: u32,
     pub limiter: Arc<limits::Limiter>,
     pub metrics: Arc<metrics::Metrics>,
+    /// Bounds of the parser.
+    pub parse_limits: crate::edi::Limits,
 }
 
 impl ApiContext {
@@ -65,6 +67,10 @@ impl ApiContext {
             rate_limit: server.rate_limit,
             limiter: Arc::new(limits::Limiter::new(server.max_in_flight)),
             metrics: Arc::default(),
+            parse_limits: crate::edi::Limits {
+                max_segments: server.max_segments,
+                max_element_length: server.max_element_length,
+            },
         }
     }
 }

@@ -95,6 +95,8 @@ pub fn server_config() -> ServerConfig {
         admin_token: None,
         rate_limit: 600,
         max_in_flight: 256,
+        max_segments: 1_000_000,
+        max_element_length: 65_536,
         header_timeout: 10,
         log_format: LogFormat::Pretty,
     }

@@ -277,3 +277,21 @@ both_backends!(
     hostile_inputs_get_exact_errors_and_change_nothing,
     parser_limits_refuse_huge_segment_counts_and_elements
 );
+
+/// A client that trickles its request headers is disconnected after the header timeout.
+#[tokio::test]
+async fn slow_headers_are_cut_off() {
+    let server = ServerConfig { header_timeout: 1, ..server_config() };
+    let h = Harness::with_server(Backend::Sqlite, server).await;
+    let mut stream = tokio::net::TcpStream::connect(h.app.address).await.unwrap();
+    stream.write_all(b"POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\n").await.unwrap();
+    let started = std::time::Instant::now();
+    let mut response = Vec::new();
+    let closed =
+        tokio::time::timeout(std::time::Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    assert!(closed.is_ok(), "the server closes the connection");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "{:?}", started.elapsed());
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.is_empty() || response.starts_with("HTTP/1.1 408"), "{response}");
+    h.finish().await;
+}

@@ -56,6 +56,14 @@ pub enum PartnerCommand {
         /// Requests per minute it may make (default: the server's limit).
         #[arg(long)]
         requests_per_minute: Option<i32>,
+        /// `strict`, or `lenient`: bytes outside the charset read as ISO-8859-1, repeated group and
+        /// document control numbers accepted.
+        #[arg(long, default_value = "strict")]
+        validation: String,
+        /// `reject` (409 for a reused control number with other content) or `process` (recorded under
+        /// `{control number}#{fingerprint prefix}`).
+        #[arg(long, default_value = "reject")]
+        conflict_policy: String,
     },
     /// List partners as JSON.
     List,

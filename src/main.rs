@@ -57,8 +57,26 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 /// Runs one `edi-inbox partner …` command, printing JSON.
 async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Box<dyn std::error::Error>> {
     match action {
-        PartnerCommand::Add { id, name, senders, receivers, max_body_bytes, requests_per_minute } => {
-            let new = NewPartner { id, name, senders, receivers, max_body_bytes, requests_per_minute };
+        PartnerCommand::Add {
+            id,
+            name,
+            senders,
+            receivers,
+            max_body_bytes,
+            requests_per_minute,
+            validation,
+            conflict_policy,
+        } => {
+            let new = NewPartner {
+                id,
+                name,
+                senders,
+                receivers,
+                max_body_bytes,
+                requests_per_minute,
+                validation,
+                conflict_policy,
+            };
             let (partner, secrets) = admin::register(store, &new).await?;
             println!("{}", pretty(&serde_json::json!({ "partner": partner, "secrets": secrets })));
             eprintln!("edi-inbox: the secrets above are shown only now; store them safely");

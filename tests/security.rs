@@ -283,7 +283,51 @@ async fn partner_limits_apply(backend: Backend) {
     h.finish().await;
 }
 
+async fn per_partner_validation_and_conflict_policy(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let strict =
+        register(&h, json!({"id": "strict", "name": "Strict", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    let lenient = register(
+        &h,
+        json!({"id": "lenient", "name": "Lenient", "senders": ["x12:ZZ:LATIN"], "validation": "lenient", "conflict_policy": "process"}),
+    )
+    .await;
+    // A Latin-1 byte in an X12 name: strict rejects it where it stands, lenient reads it as ISO-8859-1.
+    let latin = |sender: &str, control: &str| {
+        let text = String::from_utf8(fixture("x12/810-single.edi"))
+            .unwrap()
+            .replace("ACMESUPPLY     ", &format!("{sender:<15}"))
+            .replace("000001142", control);
+        text.replace("ACME SUPPLY CO", "ACME SUPPLY \u{e9}")
+    };
+    let to_latin1 =
+        |text: String| text.chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect::<Vec<u8>>();
+    let refused = post_with_key(&h, &strict.api_key, to_latin1(latin("ACMESUPPLY", "000000001"))).await;
+    let problem = refused.assert_problem(422, "invalid-interchange");
+    assert_eq!((problem["segment"].as_str(), problem["element"].as_str()), (Some("N1"), Some("N102")));
+    let accepted = post_with_key(&h, &lenient.api_key, to_latin1(latin("LATIN", "000000001"))).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.text);
+    assert_eq!(accepted.json()["invoices"][0]["seller"]["name"], "ACME SUPPLY \u{e9}");
+
+    // Conflict policy: `reject` answers 409; `process` records the other content under a distinct key.
+    let original = to_latin1(latin("LATIN", "000000002"));
+    let changed = to_latin1(latin("LATIN", "000000002").replace("500*EA", "501*EA"));
+    assert_eq!(post_with_key(&h, &lenient.api_key, original).await.status, 201);
+    let processed = post_with_key(&h, &lenient.api_key, changed.clone()).await;
+    assert_eq!(processed.status, 201, "{}", processed.text);
+    let message_id = processed.json()["idempotency_key"]["message_id"].as_str().unwrap().to_owned();
+    assert!(message_id.starts_with("000000002#") && message_id.len() == 26, "{message_id}");
+    let again = post_with_key(&h, &lenient.api_key, changed).await;
+    assert_eq!((again.status, again.text), (200, processed.text), "the distinguished key replays");
+    post_with_key(&h, &strict.api_key, fixture("x12/810-single.edi")).await;
+    post_with_key(&h, &strict.api_key, fixture("x12/810-single-conflict.edi"))
+        .await
+        .assert_problem(409, "control-number-conflict");
+    h.finish().await;
+}
+
 both_backends!(
+    per_partner_validation_and_conflict_policy,
     a_forged_sender_cannot_claim_another_partners_key,
     requests_without_valid_credentials_are_refused,
     standard_webhooks_signatures_are_verified,

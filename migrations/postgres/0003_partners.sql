@@ -6,6 +6,12 @@ CREATE TABLE partners (
     -- NULL: the server-wide default applies.
     max_body_bytes        bigint,
     requests_per_minute   integer,
+    -- strict: every validation rule; lenient: bytes outside the charset are read as ISO-8859-1 and
+    -- repeated ST02/GS06/UNH/UNG references are accepted.
+    validation            text NOT NULL DEFAULT 'strict' CHECK (validation IN ('strict', 'lenient')),
+    -- reject: a reused control number with other content is a 409; process: the content decides, and
+    -- it is recorded under `{control number}#{fingerprint prefix}`.
+    conflict_policy       text NOT NULL DEFAULT 'reject' CHECK (conflict_policy IN ('reject', 'process')),
     created_at            timestamptz NOT NULL
 );
 

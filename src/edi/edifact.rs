@@ -66,7 +66,17 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         ));
     }
     segments.shrink_to_fit();
-    Ok(Interchange { envelope, delimiters, charset, decimal_mark, input, service_advice, segments, limits })
+    Ok(Interchange {
+        envelope,
+        delimiters,
+        charset,
+        decimal_mark,
+        input,
+        service_advice,
+        segments,
+        limits,
+        lenient: false,
+    })
 }
 
 /// The character set named by the UNB syntax identifier (S001/0001).
@@ -99,7 +109,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
         ));
     }
     let mut documents = Vec::new();
-    let (mut group_numbers, mut message_numbers) = (Unique::default(), Unique::default());
+    let (mut group_numbers, mut message_numbers) = (Unique::new(ic), Unique::new(ic));
     let (mut groups, mut ungrouped_messages) = (0, 0);
     // (index of the open UNG, messages seen in it)
     let mut group: Option<(usize, usize)> = None;

@@ -157,6 +157,8 @@ pub struct Interchange<'a> {
     /// At most `limits.max_segments + 1`: reading stops after the first segment over the limit.
     segments: Vec<Segment<'a>>,
     limits: Limits,
+    /// Relaxed validation: see [`Interchange::lenient`].
+    lenient: bool,
 }
 
 /// Bounds applied while parsing, so that no input costs more than its size warrants.
@@ -216,6 +218,14 @@ pub fn parse<'a>(
 }
 
 impl<'a> Interchange<'a> {
+    /// Relaxes validation for a partner that needs it: bytes outside the declared character set are
+    /// read as ISO-8859-1 instead of rejected, and repeated group and document control numbers are
+    /// accepted. Envelope counts, references and invoice data stay required.
+    pub fn lenient(mut self) -> Self {
+        self.lenient = true;
+        self
+    }
+
     /// True when line breaks stand inside segments rather than only between them.
     fn is_wrapped(&self) -> bool {
         let d = self.delimiters;
@@ -227,7 +237,9 @@ impl<'a> Interchange<'a> {
     /// Validates the envelope structure and maps every document; the first error wins.
     pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
         self.check_limits()?;
-        self.check_charset()?;
+        if !self.lenient {
+            self.check_charset()?;
+        }
         match self.envelope.standard {
             Standard::X12 => x12::documents(self),
             Standard::Edifact => edifact::documents(self),
@@ -316,7 +328,11 @@ impl<'a> Interchange<'a> {
     /// Decodes an element's text: release characters removed, charset applied.
     fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
         let unescaped = syntax::unescape(raw, self.delimiters.release);
-        self.charset.decode(&unescaped).map(|text| text.trim_end().to_owned()).map_err(|at| {
+        let decoded = match self.charset.decode(&unescaped) {
+            Err(_) if self.lenient => Charset::Latin1.decode(&unescaped),
+            decoded => decoded,
+        };
+        decoded.map(|text| text.trim_end().to_owned()).map_err(|at| {
             segment
                 .error(
                     Some(segment.element_name(element)),
@@ -390,15 +406,22 @@ fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<()
     }
 }
 
-/// Control numbers already used at one envelope level, to refuse a repeat.
-#[derive(Default)]
+/// Control numbers already used at one envelope level, to refuse a repeat (unless lenient).
 struct Unique<'a> {
     seen: std::collections::HashMap<&'a [u8], usize>,
+    enforced: bool,
 }
 
 impl<'a> Unique<'a> {
+    fn new(interchange: &Interchange<'_>) -> Self {
+        Unique { seen: std::collections::HashMap::new(), enforced: !interchange.lenient }
+    }
+
     /// Errs when element `n` of `segment` repeats a control number seen before at this level.
     fn check(&mut self, segment: &Segment<'a>, n: usize) -> Result<(), EdiError> {
+        if !self.enforced {
+            return Ok(());
+        }
         let value = segment.element(n);
         match self.seen.insert(value, segment.position) {
             None => Ok(()),

@@ -75,6 +75,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         service_advice: &[],
         segments,
         limits,
+        lenient: false,
     })
 }
 
@@ -82,7 +83,7 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
     let segments = &ic.segments;
     let isa = &segments[0];
     let mut documents = Vec::new();
-    let (mut group_numbers, mut set_numbers) = (Unique::default(), Unique::default());
+    let (mut group_numbers, mut set_numbers) = (Unique::new(ic), Unique::new(ic));
     let mut groups = 0;
     // (index of the open GS, transaction sets seen in it)
     let mut group: Option<(usize, usize)> = None;

@@ -142,9 +142,13 @@ async fn deliver(
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let caller = auth::verify_signature(ctx, &parts, caller, &body)?;
     let mut unwrapped = Vec::new();
-    let interchange = edi::parse(&body, &mut unwrapped, ctx.parse_limits).map_err(ApiError::Malformed)?;
+    let mut interchange = edi::parse(&body, &mut unwrapped, ctx.parse_limits).map_err(ApiError::Malformed)?;
     auth::check_sender(ctx, &caller, &interchange.envelope)?;
-    let delivery = match interchange.documents() {
+    let partner = caller.partner();
+    if partner.is_some_and(|p| p.validation == "lenient") {
+        interchange = interchange.lenient();
+    }
+    let mut delivery = match interchange.documents() {
         Ok(documents) => {
             Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
         }
@@ -156,7 +160,13 @@ async fn deliver(
     };
     facts.source = Some(delivery.key.source.clone());
     facts.message_id = Some(delivery.key.message_id.clone());
-    let outcome = ctx.store.record(&delivery).await?;
+    let mut outcome = ctx.store.record(&delivery).await?;
+    if matches!(outcome, Outcome::Conflict { .. }) && partner.is_some_and(|p| p.conflict_policy == "process")
+    {
+        delivery.distinguish_by_content();
+        facts.message_id = Some(delivery.key.message_id.clone());
+        outcome = ctx.store.record(&delivery).await?;
+    }
     let ack_wanted = wants_ack(&parts.headers);
     let (status, body, replayed, id) = match outcome {
         Outcome::Recorded { ack_control_number } => {

@@ -179,6 +179,16 @@ impl Delivery {
         }
     }
 
+    /// Records the delivery under `{control number}#{fingerprint prefix}` instead of the control
+    /// number alone: for partners whose policy is to process a reused control number with other
+    /// content. Resends of that content then replay under the same distinguished key.
+    pub fn distinguish_by_content(&mut self) {
+        self.key.message_id = format!("{}#{}", self.envelope.control_number, &self.fingerprint[..16]);
+        if self.status == Status::Processed {
+            self.response = serde_json::to_string(&self.resource(None)).unwrap_or_default();
+        }
+    }
+
     /// The invoices this delivery books, with their ids.
     pub fn invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
         self.documents.iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_ref()?)))

@@ -31,6 +31,12 @@ pub struct Partner {
     pub max_body_bytes: Option<i64>,
     /// Requests per minute it may make; the server default when absent.
     pub requests_per_minute: Option<i32>,
+    /// `strict` (every rule) or `lenient` (bytes outside the charset read as ISO-8859-1, repeated
+    /// group and document control numbers accepted).
+    pub validation: String,
+    /// `reject` (a reused control number with other content is a 409) or `process` (the content
+    /// decides: it is recorded under `{control number}#{fingerprint prefix}`).
+    pub conflict_policy: String,
     pub created_at: DateTime<Utc>,
     pub credentials: Vec<Credential>,
 }
@@ -59,6 +65,22 @@ pub struct NewPartner {
     pub receivers: Vec<String>,
     pub max_body_bytes: Option<i64>,
     pub requests_per_minute: Option<i32>,
+    /// `strict` (default) or `lenient`.
+    #[serde(default = "strict")]
+    #[schema(example = "strict")]
+    pub validation: String,
+    /// `reject` (default) or `process`.
+    #[serde(default = "reject")]
+    #[schema(example = "reject")]
+    pub conflict_policy: String,
+}
+
+fn strict() -> String {
+    "strict".into()
+}
+
+fn reject() -> String {
+    "reject".into()
 }
 
 impl NewPartner {
@@ -75,6 +97,12 @@ impl NewPartner {
         }
         for identity in self.senders.iter().chain(&self.receivers) {
             parse_identity(identity)?;
+        }
+        if !matches!(self.validation.as_str(), "strict" | "lenient") {
+            return Err(format!("validation must be strict or lenient, not {:?}", self.validation));
+        }
+        if !matches!(self.conflict_policy.as_str(), "reject" | "process") {
+            return Err(format!("conflict_policy must be reject or process, not {:?}", self.conflict_policy));
         }
         Ok(())
     }
@@ -144,8 +172,13 @@ mod tests {
             receivers: vec!["edifact::BUYER".into()],
             max_body_bytes: None,
             requests_per_minute: None,
+            validation: strict(),
+            conflict_policy: reject(),
         };
         assert_eq!(partner.validate(), Ok(()));
+        partner.validation = "loose".into();
+        assert!(partner.validate().is_err());
+        partner.validation = strict();
         partner.senders.push("as2:ACME".into());
         assert!(partner.validate().is_err());
         partner.senders.pop();

@@ -43,6 +43,8 @@ struct PartnerRow {
     status: String,
     max_body_bytes: Option<i64>,
     requests_per_minute: Option<i32>,
+    validation: String,
+    conflict_policy: String,
     created_at: DateTime<Utc>,
 }
 
@@ -59,11 +61,12 @@ impl Store {
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
             let inserted = sqlx::query(
-                "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, created_at)
-                 VALUES ($1, $2, 'active', $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
+                    conflict_policy, created_at)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
-            .bind(partner.requests_per_minute).bind(now)
+            .bind(partner.requests_per_minute).bind(&partner.validation).bind(&partner.conflict_policy).bind(now)
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -92,7 +95,9 @@ impl Store {
     }
 
     pub async fn partners(&self) -> Result<Vec<Partner>, StoreError> {
-        const SQL: &str = "SELECT id, name, status, max_body_bytes, requests_per_minute, created_at FROM partners ORDER BY id";
+        const SQL: &str =
+            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
+            created_at FROM partners ORDER BY id";
         let rows: Vec<PartnerRow> = on_pool!(self, pool => sqlx::query_as(SQL).fetch_all(pool).await?);
         let mut partners = Vec::with_capacity(rows.len());
         for row in rows {
@@ -102,7 +107,9 @@ impl Store {
     }
 
     pub async fn partner(&self, id: &str) -> Result<Option<Partner>, StoreError> {
-        const SQL: &str = "SELECT id, name, status, max_body_bytes, requests_per_minute, created_at FROM partners WHERE id = $1";
+        const SQL: &str =
+            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
+            created_at FROM partners WHERE id = $1";
         let row: Option<PartnerRow> =
             on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?);
         match row {
@@ -213,6 +220,8 @@ impl Store {
             status: row.status,
             max_body_bytes: row.max_body_bytes,
             requests_per_minute: row.requests_per_minute,
+            validation: row.validation,
+            conflict_policy: row.conflict_policy,
             created_at: row.created_at,
             credentials,
         })

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::partners::NewPartner;
 use crate::store::PoolOptions;
 
 /// Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
@@ -39,32 +40,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PartnerCommand {
     /// Register a partner; prints its first API key and Standard Webhooks secret (shown once).
-    Add {
-        /// Partner id, e.g. `acme` (letters, digits, `-`, `_`, `.`).
-        id: String,
-        #[arg(long)]
-        name: String,
-        /// An EDI identity it sends as, `x12:QUALIFIER:ID` or `edifact:QUALIFIER:ID` (repeatable).
-        #[arg(long = "sender", required = true)]
-        senders: Vec<String>,
-        /// One of our identities it may send to (repeatable; none means any).
-        #[arg(long = "receiver")]
-        receivers: Vec<String>,
-        /// Largest body it may post, in bytes (default: the server's body limit).
-        #[arg(long)]
-        max_body_bytes: Option<i64>,
-        /// Requests per minute it may make (default: the server's limit).
-        #[arg(long)]
-        requests_per_minute: Option<i32>,
-        /// `strict`, or `lenient`: bytes outside the charset read as ISO-8859-1, repeated group and
-        /// document control numbers accepted.
-        #[arg(long, default_value = "strict")]
-        validation: String,
-        /// `reject` (409 for a reused control number with other content) or `process` (recorded under
-        /// `{control number}#{fingerprint prefix}`).
-        #[arg(long, default_value = "reject")]
-        conflict_policy: String,
-    },
+    Add(NewPartner),
     /// List partners as JSON.
     List,
     /// Show one partner as JSON.

@@ -6,7 +6,7 @@ use clap::Parser;
 use edi_inbox::app::{self, App};
 use edi_inbox::config::{Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::http;
-use edi_inbox::partners::{NewPartner, admin};
+use edi_inbox::partners::admin;
 use edi_inbox::store::Store;
 
 #[tokio::main]
@@ -57,26 +57,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 /// Runs one `edi-inbox partner …` command, printing JSON.
 async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Box<dyn std::error::Error>> {
     match action {
-        PartnerCommand::Add {
-            id,
-            name,
-            senders,
-            receivers,
-            max_body_bytes,
-            requests_per_minute,
-            validation,
-            conflict_policy,
-        } => {
-            let new = NewPartner {
-                id,
-                name,
-                senders,
-                receivers,
-                max_body_bytes,
-                requests_per_minute,
-                validation,
-                conflict_policy,
-            };
+        PartnerCommand::Add(new) => {
             let (partner, secrets) = admin::register(store, &new).await?;
             println!("{}", pretty(&serde_json::json!({ "partner": partner, "secrets": secrets })));
             eprintln!("edi-inbox: the secrets above are shown only now; store them safely");

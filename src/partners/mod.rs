@@ -51,26 +51,40 @@ pub struct Credential {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-/// What registering a partner needs.
-#[derive(Clone, Debug, Deserialize, ToSchema)]
+/// What registering a partner needs: the admin API's JSON body and `edi-inbox partner add`'s arguments.
+#[derive(Clone, Debug, Deserialize, ToSchema, clap::Args)]
 pub struct NewPartner {
+    /// Partner id, e.g. `acme` (letters, digits, `-`, `_`, `.`).
     #[schema(example = "acme")]
     pub id: String,
+    #[arg(long)]
     #[schema(example = "ACME Supply Co")]
     pub name: String,
+    /// An EDI identity it sends as, `x12:QUALIFIER:ID` or `edifact:QUALIFIER:ID` (repeatable).
+    #[arg(long = "sender", required = true)]
     #[schema(example = json!(["x12:ZZ:ACMESUPPLY"]))]
     pub senders: Vec<String>,
+    /// One of our identities it may send to (repeatable; none means any).
     #[serde(default)]
+    #[arg(long = "receiver")]
     #[schema(example = json!(["x12:ZZ:BUYERCO"]))]
     pub receivers: Vec<String>,
+    /// Largest body it may post, in bytes (default: the server's body limit).
+    #[arg(long)]
     pub max_body_bytes: Option<i64>,
+    /// Requests per minute it may make (default: the server's limit).
+    #[arg(long)]
     pub requests_per_minute: Option<i32>,
-    /// `strict` (default) or `lenient`.
+    /// `strict`, or `lenient`: bytes outside the charset read as ISO-8859-1, repeated group and
+    /// document control numbers accepted.
     #[serde(default = "strict")]
+    #[arg(long, default_value = "strict")]
     #[schema(example = "strict")]
     pub validation: String,
-    /// `reject` (default) or `process`.
+    /// `reject` (409 for a reused control number with other content) or `process` (recorded under
+    /// `{control number}#{fingerprint prefix}`).
     #[serde(default = "reject")]
+    #[arg(long, default_value = "reject")]
     #[schema(example = "reject")]
     pub conflict_policy: String,
 }

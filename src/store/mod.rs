@@ -12,6 +12,28 @@ macro_rules! on_pool {
     };
 }
 
+/// Binds `$1`–`$15`, the `inbox` row of a delivery, on either engine's query.
+macro_rules! bind_inbox_row {
+    ($query:expr, $d:expr) => {
+        $query
+            .bind($d.id)
+            .bind(&$d.key.source)
+            .bind(&$d.key.message_id)
+            .bind($d.envelope.standard.as_str())
+            .bind(&$d.envelope.sender.qualifier)
+            .bind(&$d.envelope.sender.id)
+            .bind(&$d.envelope.receiver.qualifier)
+            .bind(&$d.envelope.receiver.id)
+            .bind(&$d.envelope.control_number)
+            .bind(&$d.fingerprint)
+            .bind($d.payload.as_ref())
+            .bind(&$d.content_type)
+            .bind($d.status.as_str())
+            .bind(&$d.response)
+            .bind($d.received_at)
+    };
+}
+
 mod partners;
 mod postgres;
 mod sqlite;
@@ -237,7 +259,7 @@ impl Store {
             };
         }
         const INVOICES: &str = concat!(
-            "SELECT id, inbox_id, number, CAST(issue_date AS TEXT) AS issue_date, purchase_order, currency, \
+            "SELECT id, inbox_id, document_id, number, CAST(issue_date AS TEXT) AS issue_date, purchase_order, currency, \
             CAST(total AS TEXT) AS total, CAST(tax_total AS TEXT) AS tax_total, \
             CAST(tax_rate AS TEXT) AS tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, \
             buyer_qualifier, buyer_id, CAST(allowances_charges AS TEXT) AS allowances_charges \
@@ -294,10 +316,13 @@ fn next_cursor<T>(items: &[T], limit: u32, id: impl Fn(&T) -> Uuid) -> Option<Uu
     if items.len() == usize::try_from(limit).unwrap_or(usize::MAX) { items.last().map(id) } else { None }
 }
 
+/// An `invoices` row as written and read: dates and decimals as text, which PostgreSQL casts and
+/// SQLite keeps.
 #[derive(sqlx::FromRow)]
 struct InvoiceRow {
     id: Uuid,
     inbox_id: Uuid,
+    document_id: Uuid,
     number: String,
     issue_date: String,
     purchase_order: Option<String>,
@@ -314,6 +339,7 @@ struct InvoiceRow {
     allowances_charges: String,
 }
 
+/// An `invoice_lines` row as written and read.
 #[derive(sqlx::FromRow)]
 struct LineRow {
     invoice_id: Uuid,
@@ -373,48 +399,17 @@ impl LineRow {
     }
 }
 
-/// One invoice row to write: dates and decimals as text, which PostgreSQL casts and SQLite keeps.
-struct InvoiceRecord {
-    id: Uuid,
-    document_id: Uuid,
-    number: String,
-    issue_date: String,
-    purchase_order: Option<String>,
-    currency: String,
-    total: String,
-    tax_total: Option<String>,
-    tax_rate: Option<String>,
-    seller_name: Option<String>,
-    seller_qualifier: Option<String>,
-    seller_id: Option<String>,
-    buyer_name: Option<String>,
-    buyer_qualifier: Option<String>,
-    buyer_id: Option<String>,
-    allowances_charges: String,
-}
-
-/// One invoice line row to write.
-struct LineRecord {
-    invoice_id: Uuid,
-    line_number: i32,
-    quantity: String,
-    unit: Option<String>,
-    unit_price: Option<String>,
-    product_id: Option<String>,
-    description: Option<String>,
-    amount: String,
-}
-
 /// The invoice and line rows a delivery writes.
-fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRecord>, Vec<LineRecord>) {
+fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>) {
     let field = |party: &Option<Party>, get: fn(&Party) -> &Option<String>| {
         party.as_ref().and_then(|p| get(p).clone())
     };
     let mut invoices = Vec::new();
     let mut lines = Vec::new();
     for (document, id, invoice) in delivery.invoices() {
-        invoices.push(InvoiceRecord {
+        invoices.push(InvoiceRow {
             id,
+            inbox_id: delivery.id,
             document_id: document.id,
             number: invoice.number.clone(),
             issue_date: invoice.issue_date.to_string(),
@@ -432,7 +427,7 @@ fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRecord>, Vec<LineRecord>) {
             allowances_charges: serde_json::to_string(&invoice.allowances_charges)
                 .unwrap_or_else(|_| "[]".into()),
         });
-        lines.extend(invoice.lines.iter().map(|line| LineRecord {
+        lines.extend(invoice.lines.iter().map(|line| LineRow {
             invoice_id: id,
             line_number: i32::try_from(line.number).unwrap_or(i32::MAX),
             quantity: line.quantity.to_string(),

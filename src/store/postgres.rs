@@ -134,22 +134,7 @@ fn bind<'q>(query: ClaimQuery<'q>, d: &'q Delivery) -> ClaimQuery<'q> {
             $rows.iter().map(|row| row.$field.clone()).collect::<Vec<_>>()
         };
     }
-    query
-        .bind(d.id)
-        .bind(&d.key.source)
-        .bind(&d.key.message_id)
-        .bind(d.envelope.standard.as_str())
-        .bind(&d.envelope.sender.qualifier)
-        .bind(&d.envelope.sender.id)
-        .bind(&d.envelope.receiver.qualifier)
-        .bind(&d.envelope.receiver.id)
-        .bind(&d.envelope.control_number)
-        .bind(&d.fingerprint)
-        .bind(d.payload.as_ref())
-        .bind(&d.content_type)
-        .bind(d.status.as_str())
-        .bind(&d.response)
-        .bind(d.received_at)
+    bind_inbox_row!(query, d)
         .bind(d.documents.iter().map(|s| s.id).collect::<Vec<_>>())
         .bind(d.documents.iter().map(|s| position(s.document.position)).collect::<Vec<_>>())
         .bind(d.documents.iter().map(|s| s.document.kind.clone()).collect::<Vec<_>>())

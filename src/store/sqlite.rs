@@ -43,44 +43,21 @@ const REPLACE_REJECTED: &str =
 
 pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, StoreError> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let claim: Claim = bind_inbox(sqlx::query_as(CLAIM), d).fetch_one(&mut *tx).await?;
+    let claim: Claim = bind_inbox_row!(sqlx::query_as::<_, Claim>(CLAIM), d).fetch_one(&mut *tx).await?;
     let outcome = match decide(claim, d) {
         Next::Done(Outcome::Recorded { .. }) => write_effects(&mut tx, d).await?,
         Next::Done(outcome) => outcome,
         // The write lock is held: nobody can have changed the rejected row since the claim.
         Next::ReplaceRejected { previous_fingerprint } => {
-            bind_inbox(sqlx::query_as::<_, ()>(REPLACE_REJECTED), d)
+            bind_inbox_row!(sqlx::query(REPLACE_REJECTED), d)
                 .bind(previous_fingerprint)
-                .fetch_optional(&mut *tx)
+                .execute(&mut *tx)
                 .await?;
             write_effects(&mut tx, d).await?
         }
     };
     tx.commit().await?;
     Ok(outcome)
-}
-
-/// Binds `$1`–`$15`: the inbox row.
-fn bind_inbox<'q, O>(
-    query: sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments>,
-    d: &'q Delivery,
-) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments> {
-    query
-        .bind(d.id)
-        .bind(&d.key.source)
-        .bind(&d.key.message_id)
-        .bind(d.envelope.standard.as_str())
-        .bind(&d.envelope.sender.qualifier)
-        .bind(&d.envelope.sender.id)
-        .bind(&d.envelope.receiver.qualifier)
-        .bind(&d.envelope.receiver.id)
-        .bind(&d.envelope.control_number)
-        .bind(&d.fingerprint)
-        .bind(d.payload.as_ref())
-        .bind(&d.content_type)
-        .bind(d.status.as_str())
-        .bind(&d.response)
-        .bind(d.received_at)
 }
 
 /// Writes documents, invoices, lines and the acknowledgement of a fresh delivery.

@@ -5,7 +5,7 @@
 use std::str::FromStr;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::{QueryBuilder, SqliteConnection, SqlitePool};
 
 use super::{PoolOptions, StoreError, effect_rows, position};
 use crate::edi::ack;
@@ -60,61 +60,70 @@ pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, S
     Ok(outcome)
 }
 
-/// Writes documents, invoices, lines and the acknowledgement of a fresh delivery.
+/// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
+const BATCH_ROWS: usize = 500;
+
+/// Writes documents, invoices, lines (in multi-row batches) and the acknowledgement of a fresh delivery.
 async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<Outcome, StoreError> {
-    for stored in &d.documents {
-        sqlx::query(
-            "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(stored.id)
-        .bind(d.id)
-        .bind(position(stored.document.position))
-        .bind(&stored.document.kind)
-        .bind(&stored.document.control_number)
-        .execute(&mut *tx)
-        .await?;
+    for batch in d.documents.chunks(BATCH_ROWS) {
+        QueryBuilder::new("INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ")
+            .push_values(batch, |mut row, stored| {
+                row.push_bind(stored.id)
+                    .push_bind(d.id)
+                    .push_bind(position(stored.document.position))
+                    .push_bind(&stored.document.kind)
+                    .push_bind(&stored.document.control_number);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
     }
     let (invoices, lines) = effect_rows(d);
-    for i in invoices {
-        sqlx::query(
-            "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency,
-                total, tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name,
-                buyer_qualifier, buyer_id, allowances_charges)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+    for batch in invoices.chunks(BATCH_ROWS) {
+        QueryBuilder::new(
+            "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency, total,
+                tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, buyer_qualifier,
+                buyer_id, allowances_charges) ",
         )
-        .bind(i.id)
-        .bind(d.id)
-        .bind(i.document_id)
-        .bind(i.number)
-        .bind(i.issue_date)
-        .bind(i.purchase_order)
-        .bind(i.currency)
-        .bind(i.total)
-        .bind(i.tax_total)
-        .bind(i.tax_rate)
-        .bind(i.seller_name)
-        .bind(i.seller_qualifier)
-        .bind(i.seller_id)
-        .bind(i.buyer_name)
-        .bind(i.buyer_qualifier)
-        .bind(i.buyer_id)
-        .bind(i.allowances_charges)
+        .push_values(batch, |mut row, i| {
+            row.push_bind(i.id)
+                .push_bind(i.inbox_id)
+                .push_bind(i.document_id)
+                .push_bind(&i.number)
+                .push_bind(&i.issue_date)
+                .push_bind(&i.purchase_order)
+                .push_bind(&i.currency)
+                .push_bind(&i.total)
+                .push_bind(&i.tax_total)
+                .push_bind(&i.tax_rate)
+                .push_bind(&i.seller_name)
+                .push_bind(&i.seller_qualifier)
+                .push_bind(&i.seller_id)
+                .push_bind(&i.buyer_name)
+                .push_bind(&i.buyer_qualifier)
+                .push_bind(&i.buyer_id)
+                .push_bind(&i.allowances_charges);
+        })
+        .build()
         .execute(&mut *tx)
         .await?;
     }
-    for l in lines {
-        sqlx::query(
+    for batch in lines.chunks(BATCH_ROWS) {
+        QueryBuilder::new(
             "INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id,
-                description, amount) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                description, amount) ",
         )
-        .bind(l.invoice_id)
-        .bind(l.line_number)
-        .bind(l.quantity)
-        .bind(l.unit)
-        .bind(l.unit_price)
-        .bind(l.product_id)
-        .bind(l.description)
-        .bind(l.amount)
+        .push_values(batch, |mut row, l| {
+            row.push_bind(l.invoice_id)
+                .push_bind(l.line_number)
+                .push_bind(&l.quantity)
+                .push_bind(&l.unit)
+                .push_bind(&l.unit_price)
+                .push_bind(&l.product_id)
+                .push_bind(&l.description)
+                .push_bind(&l.amount);
+        })
+        .build()
         .execute(&mut *tx)
         .await?;
     }

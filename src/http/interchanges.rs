@@ -167,7 +167,19 @@ async fn deliver(
         facts.message_id = Some(delivery.key.message_id.clone());
         outcome = ctx.store.record(&delivery).await?;
     }
-    let ack_wanted = wants_ack(&parts.headers);
+    respond(ctx, &parts.headers, delivery, outcome, facts).await
+}
+
+/// The answer to a recorded delivery: the stored body (or acknowledgement) with its status and
+/// headers, and the audit trail's name for what happened.
+async fn respond(
+    ctx: &ApiContext,
+    headers: &HeaderMap,
+    delivery: Delivery,
+    outcome: Outcome,
+    facts: &mut AttemptFacts,
+) -> Result<(&'static str, Response), ApiError> {
+    let ack_wanted = wants_ack(headers);
     let (status, body, replayed, id) = match outcome {
         Outcome::Recorded { ack_control_number } => {
             let body = if ack_wanted {

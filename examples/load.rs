@@ -16,7 +16,8 @@ async fn main() {
     let concurrency: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
     let seconds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
     let endpoint = format!("{url}/v1/interchanges");
-    let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency as usize).build().expect("client");
+    let client =
+        reqwest::Client::builder().pool_max_idle_per_host(concurrency as usize).build().expect("client");
     let next = Arc::new(AtomicU64::new(1));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
@@ -58,7 +59,10 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     latencies.sort();
     let percentile = |p: f64| {
-        latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1))).copied().unwrap_or_default()
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
     };
     println!(
         "requests {} failures {failures} rps {:.0} p50_ms {:.2} p99_ms {:.2}",

@@ -274,13 +274,15 @@ LIN+1++P1:EN'QTY+47:2'MOA+203:10.00'PRI+AAA:5.00'UNS+S'MOA+77:10.00'UNT+12+1'UNZ
 
     #[test]
     fn text_is_decoded_per_syntax_identifier() {
-        let cases: [(&str, &[u8], &str); 6] = [
+        let cases: [(&str, &[u8], &str); 8] = [
             ("UNOA", b"ACME", "ACME"),
             ("UNOC", b"M\xfcller", "Müller"),
             ("UNOD", b"\xa3\xf3d\xbc", "Łódź"),
             ("UNOE", b"\xb6\xd8\xe0", "Жир"),
             ("UNOF", b"\xd9\xe1", "Ωα"),
             ("UNOW", "Zürich ?+ 東京".as_bytes(), "Zürich + 東京"),
+            ("UNOY", "Ελλάδα".as_bytes(), "Ελλάδα"),
+            ("UNOJ", b"\xf9\xec\xe5\xed", "שלום"),
         ];
         for (syntax, raw, expected) in cases {
             assert_eq!(seller_name(syntax, raw).unwrap().as_deref(), Some(expected), "{syntax}");

@@ -445,3 +445,76 @@ fn lines_total(invoice: &Invoice) -> Decimal {
 fn line_number(lines: &[InvoiceLine]) -> u32 {
     u32::try_from(lines.len() + 1).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::edi::{EdiError, read};
+
+    const X12: &str = "ISA*00*          *00*          *ZZ*ACME           *ZZ*BUYER          *260317*1015*U*00401*000000007*0*P*>~\
+GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2*EA*1.50~TDS*300~SE*5*0001~GE*1*7~IEA*1*000000007~";
+
+    const INVOIC: &str = "UNB+UNOC:3+S:14+R:14+260317:1015+9'UNH+1+INVOIC:D:96A:UN'BGM+380+RE-1+9'DTM+137:20260317:102'\
+CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'MOA+124:1.90'MOA+77:11.90'UNT+13+1'UNZ+1+9'";
+
+    fn error_of(text: &str) -> EdiError {
+        read(text.as_bytes()).unwrap().documents().unwrap_err()
+    }
+
+    #[test]
+    fn required_810_data_is_located() {
+        let cases = [
+            ("BIG*20260317*INV-7~", "BIG**INV-7~", Some(4), Some("BIG01")),
+            ("BIG*20260317*INV-7~", "BIG*20260317~", Some(4), Some("BIG02")),
+            ("BIG*20260317*INV-7~", "BIG*2026031*INV-7~", Some(4), Some("BIG01")),
+            ("TDS*300~", "TDS*~", Some(6), Some("TDS01")),
+            ("TDS*300~", "TDS*3.00~", Some(6), Some("TDS01")),
+            ("IT1*1*2*EA*1.50~", "IT1*1*2*EA*1,50~", Some(5), Some("IT104")),
+            ("IT1*1*2*EA*1.50~", "IT1*1**EA*1.50~", Some(5), Some("IT102")),
+        ];
+        for (from, to, position, element) in cases {
+            let error = error_of(&X12.replace(from, to));
+            assert_eq!(
+                (error.segment_position, error.element.as_deref()),
+                (position, element),
+                "{to}: {error:?}"
+            );
+        }
+        // A missing BIG or TDS is reported at the ST of its transaction set.
+        let without_tds = X12.replace("TDS*300~", "").replace("SE*5*", "SE*4*");
+        assert_eq!(error_of(&without_tds).segment.as_deref(), Some("ST"));
+    }
+
+    #[test]
+    fn required_invoic_data_is_located() {
+        let cases = [
+            ("BGM+380+RE-1+9'", "BGM+380++9'", Some(3), Some("BGM02")),
+            ("DTM+137:20260317:102'", "DTM+137::102'", Some(4), Some("DTM01")),
+            ("DTM+137:20260317:102'", "DTM+137:20261317:102'", Some(4), Some("DTM01")),
+            ("MOA+77:11.90'", "MOA+77:11.9O'", Some(13), Some("MOA01")),
+        ];
+        for (from, to, position, element) in cases {
+            let error = error_of(&INVOIC.replace(from, to));
+            assert_eq!(
+                (error.segment_position, error.element.as_deref()),
+                (position, element),
+                "{to}: {error:?}"
+            );
+        }
+        for (missing, count) in
+            [("DTM+137:20260317:102'", 12), ("MOA+77:11.90'", 12), ("BGM+380+RE-1+9'", 12)]
+        {
+            let text = INVOIC.replace(missing, "").replace("UNT+13+1", &format!("UNT+{count}+1"));
+            assert_eq!(error_of(&text).segment.as_deref(), Some("UNH"), "without {missing}");
+        }
+    }
+
+    #[test]
+    fn invoic_totals_are_cross_checked_as_warnings() {
+        let documents = read(INVOIC.as_bytes()).unwrap().documents().unwrap();
+        assert!(documents[0].warnings.is_empty(), "{:?}", documents[0].warnings);
+        let off = INVOIC.replace("MOA+79:10.00'", "MOA+79:12.00'").replace("MOA+77:11.90'", "MOA+77:12.90'");
+        let warnings = &read(off.as_bytes()).unwrap().documents().unwrap()[0].warnings;
+        let positions: Vec<_> = warnings.iter().map(|w| w.segment_position).collect();
+        assert_eq!(positions, [Some(10), Some(13)], "{warnings:?}");
+    }
+}

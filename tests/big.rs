@@ -55,4 +55,23 @@ async fn ten_mib_interchange_is_recorded_in_one_transaction(backend: Backend) {
     h.finish().await;
 }
 
-both_backends!(ten_mib_interchange_is_recorded_in_one_transaction);
+/// Stopping the server (SIGTERM/SIGINT in the binary) lets a delivery in flight finish and commit.
+async fn shutdown_finishes_deliveries_in_flight(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let (client, url) = (h.app.client.clone(), h.app.url("/v1/interchanges"));
+    let body = corpus::x12_810(2 * MIB);
+    let in_flight = tokio::spawn(async move {
+        client.post(url).header("content-type", "application/edi-x12").body(body).send().await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let db = h.db;
+    h.app.stop().await;
+    let response = in_flight.await.unwrap().expect("the delivery in flight is answered");
+    assert_eq!(response.status(), 201);
+    let restarted = common::TestApp::start(&common::database_config(&db.url), &server_config()).await;
+    assert_eq!(restarted.all_interchanges().await.len(), 1, "and committed");
+    restarted.stop().await;
+    db.remove().await;
+}
+
+both_backends!(ten_mib_interchange_is_recorded_in_one_transaction, shutdown_finishes_deliveries_in_flight);

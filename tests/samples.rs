@@ -183,7 +183,24 @@ async fn rejected_interchange_replays_then_a_corrected_resend_replaces_it(backen
     h.finish().await;
 }
 
+/// A transaction set that is not an invoice is recorded as a document without an invoice.
+async fn other_documents_are_recorded_without_invoices(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let text = String::from_utf8(fixture("x12/810-two-invoices-00501.edi")).unwrap();
+    let mixed = text.replacen("ST*810*0002", "ST*850*0002", 1);
+    let reply = h.app.post(mixed, "application/edi-x12").await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let body = reply.json();
+    let documents = body["documents"].as_array().unwrap();
+    assert_eq!((documents[0]["type"].as_str(), documents[1]["type"].as_str()), (Some("810"), Some("850")));
+    assert!(documents[0]["invoice_id"].is_string() && documents[1]["invoice_id"].is_null());
+    assert_eq!(body["invoices"].as_array().unwrap().len(), 1);
+    assert_eq!(h.app.all_invoices().await.len(), 1);
+    h.finish().await;
+}
+
 both_backends!(
+    other_documents_are_recorded_without_invoices,
     every_sample_gives_its_expected_outcome,
     replay_is_byte_identical_and_counted,
     conflict_creates_nothing,

@@ -18,17 +18,9 @@ cargo build --quiet --release --bin edi-inbox --example load
 
 work=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-EDI_INBOX_LOG_FORMAT=json RUST_LOG=warn,edi_inbox=info EDI_INBOX_DB_MAX_CONNECTIONS=$concurrency \
-  EDI_INBOX_MAX_IN_FLIGHT=$((concurrency * 4)) \
-  target/release/edi-inbox --database-url "$url" --bind 127.0.0.1:0 serve 2>"$work/server.log" &
-server=$!
-address=
-for _ in $(seq 1 100); do
-  address=$(grep -o '"address":"[^"]*"' "$work/server.log" | head -n 1 | cut -d'"' -f4 || true)
-  [[ -n $address ]] && break
-  sleep 0.1
-done
-[[ -n $address ]] || { cat "$work/server.log" >&2; exit 1; }
+source scripts/start-server.sh
+RUST_LOG=warn,edi_inbox=info EDI_INBOX_DB_MAX_CONNECTIONS=$concurrency EDI_INBOX_MAX_IN_FLIGHT=$((concurrency * 4)) \
+  start_server "$work/server.log" target/release/edi-inbox --database-url "$url"
 
 http=$(target/release/examples/load "http://$address" "$concurrency" "$seconds")
 kill "$server"; wait "$server" 2>/dev/null || true

@@ -15,16 +15,8 @@ cargo build --quiet --bin edi-inbox
 
 work=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-EDI_INBOX_LOG_FORMAT=json target/debug/edi-inbox --database-url "sqlite://$work/inbox.db" --bind 127.0.0.1:0 \
-  serve 2>"$work/server.log" &
-server=$!
-address=
-for _ in $(seq 1 100); do
-  address=$(grep -o '"address":"[^"]*"' "$work/server.log" | head -n 1 | cut -d'"' -f4 || true)
-  [[ -n $address ]] && break
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "swagger_ui: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
+source scripts/start-server.sh
+start_server "$work/server.log" target/debug/edi-inbox --database-url "sqlite://$work/inbox.db"
 
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
   --disable-component-update --disable-sync --user-data-dir="$work/profile" --virtual-time-budget=15000 \

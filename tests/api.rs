@@ -173,6 +173,7 @@ both_backends!(
     invoices_and_interchanges_read_back_with_pagination,
     bad_reads_get_problems,
     refused_deliveries_store_nothing,
+    purge_drops_payloads_but_keeps_the_dedup_memory,
 );
 
 /// A TCP relay in front of PostgreSQL that can be cut, like a network partition or a database crash.
@@ -247,4 +248,24 @@ fn url_parts(url: &str) -> UrlParts {
     let (user, host_port) = authority.rsplit_once('@').map_or(("", authority), |(u, h)| (u, h));
     let prefix = if user.is_empty() { format!("{scheme}://") } else { format!("{scheme}://{user}@") };
     UrlParts { prefix, host_port: host_port.to_owned(), database: database.to_owned() }
+}
+
+/// The retention purge drops stored bodies but keeps keys, fingerprints and outcomes: a late resend
+/// is still a replay, and a late reuse of the control number still a conflict.
+async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let first = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(first.status, 201);
+    let store = edi_inbox::app::open_store(&database_config(&h.db.url)).await.unwrap();
+    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::days(1)).await.unwrap(), 0, "not expired yet");
+    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(), 1);
+    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(), 0, "purged once");
+    store.close().await;
+
+    let replay = h.app.post_fixture("x12/810-single-rewrapped.edi").await;
+    assert_eq!((replay.status, replay.text), (200, first.text.clone()));
+    h.app.post_fixture("x12/810-single-conflict.edi").await.assert_problem(409, "control-number-conflict");
+    let id = first.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(h.app.get(&format!("/v1/interchanges/{id}")).await.text, first.text);
+    h.finish().await;
 }

@@ -290,6 +290,7 @@ fn accepted_content_type(headers: &HeaderMap) -> Result<Option<String>, ApiError
     get,
     path = "/v1/interchanges/{id}",
     tag = "interchanges",
+    security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The interchange", body = InterchangeResource),
@@ -318,6 +319,7 @@ pub async fn get_interchange(
     get,
     path = "/v1/interchanges/{id}/ack",
     tag = "interchanges",
+    security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The acknowledgement", content(("application/edi-x12"), ("application/edifact"))),
@@ -341,6 +343,7 @@ pub async fn get_ack(State(ctx): State<ApiContext>, Path(id): Path<String>) -> R
     get,
     path = "/v1/interchanges/{id}/deliveries",
     tag = "interchanges",
+    security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The attempts, oldest first", body = [DeliveryAttempt]),
@@ -397,6 +400,7 @@ pub struct InterchangeQuery {
     get,
     path = "/v1/interchanges",
     tag = "interchanges",
+    security((), ("admin_token" = [])),
     params(InterchangeQuery),
     responses(
         (status = 200, description = "One page of interchanges", body = InterchangePage),

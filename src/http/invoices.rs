@@ -17,6 +17,7 @@ use crate::store::InvoiceFilter;
     get,
     path = "/v1/invoices/{id}",
     tag = "invoices",
+    security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Invoice id")),
     responses(
         (status = 200, description = "The invoice", body = InvoiceResource),
@@ -49,6 +50,7 @@ pub struct InvoiceQuery {
     get,
     path = "/v1/invoices",
     tag = "invoices",
+    security((), ("admin_token" = [])),
     params(InvoiceQuery),
     responses(
         (status = 200, description = "One page of invoices", body = InvoicePage),

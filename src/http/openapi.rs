@@ -14,7 +14,10 @@ Errors are RFC 9457 `application/problem+json` documents whose `type` is one of 
 `/problems/unauthorized` (401), `/problems/forbidden-sender` (403), `/problems/control-number-conflict` (409), `/problems/payload-too-large` (413), \
 `/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), `/problems/rate-limited` (429), \
 `/problems/internal-error` (500) and `/problems/unavailable` (503). EDI errors carry \
-`segment_position`, `segment` and `element`.",
+`segment_position`, `segment` and `element`.\n\n\
+With partner authentication (`--auth partners`, the default off loopback) deliveries need a partner's API key \
+or Standard Webhooks signature, and the read endpoints need the admin token; on loopback in open mode nothing \
+is asked.",
         license(name = "MIT OR Apache-2.0")
     ),
     tags(

@@ -232,6 +232,18 @@ async fn rotated_credentials_work_during_the_overlap(backend: Backend) {
     .await;
     assert_eq!(suspended.json()["status"], "suspended");
     post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.assert_problem(403, "forbidden-sender");
+    let signed =
+        post_signed(&h, "acme", &new_secret, Utc::now().timestamp(), fixture("x12/810-single.edi")).await;
+    signed.assert_problem(403, "forbidden-sender");
+    let unsigned = post_signed(
+        &h,
+        "acme",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        Utc::now().timestamp(),
+        fixture("x12/810-single.edi"),
+    )
+    .await;
+    unsigned.assert_problem(401, "unauthorized");
     admin(&h, reqwest::Method::PUT, "/v1/admin/partners/acme/status", Some(json!({"status": "active"})))
         .await;
     assert_eq!(post_with_key(&h, &new_key, fixture("x12/810-single.edi")).await.status, 200);

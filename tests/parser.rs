@@ -287,3 +287,15 @@ fn changing_an_amount_changes_the_fingerprint() {
     assert_ne!(fingerprint(&a), fingerprint(&b));
     assert_eq!(fingerprint(&a), fingerprint(&c));
 }
+
+/// Inputs the fuzzers once crashed on stay fixed: each parses and maps without panicking.
+#[test]
+fn fuzzer_findings_stay_fixed() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fuzz");
+    let mut found = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        parse_everything(&std::fs::read(entry.unwrap().path()).unwrap());
+        found += 1;
+    }
+    assert!(found > 0);
+}

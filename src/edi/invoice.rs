@@ -222,6 +222,7 @@ pub(super) fn from_810(
                 let unit_price =
                     r.decimal(s, Some(r.required(s, r.element(s, 4)?, 4, "unit price")?), 4, None)?;
                 let (quantity, unit_price) = (quantity.unwrap_or_default(), unit_price.unwrap_or_default());
+                let amount = line_amount(s, quantity, unit_price)?;
                 lines.push(InvoiceLine {
                     number: line_number(&lines),
                     quantity,
@@ -229,7 +230,7 @@ pub(super) fn from_810(
                     unit_price: Some(unit_price),
                     product_id: r.element(s, 7)?,
                     description: None,
-                    amount: quantity * unit_price,
+                    amount,
                 });
             }
             b"PID" => {
@@ -278,20 +279,21 @@ pub(super) fn from_810(
         allowances_charges,
     };
     // TDS01 is the lines plus charges less allowances (plus tax, when TXI states it).
-    let adjustments: Decimal = invoice
+    let adjustments = invoice
         .allowances_charges
         .iter()
-        .map(|ac| if ac.kind == "allowance" { -ac.amount } else { ac.amount })
-        .sum();
-    let computed = lines_total(&invoice) + adjustments + invoice.tax_total.unwrap_or_default();
+        .map(|ac| if ac.kind == "allowance" { -ac.amount } else { ac.amount });
+    let computed =
+        sum(invoice.lines.iter().map(|line| line.amount).chain(adjustments).chain(invoice.tax_total));
     let mut warnings = Vec::new();
-    if computed != invoice.total {
+    if computed != Some(invoice.total) {
         warnings.push(Warning {
             document: control_number.to_owned(),
             segment_position: total_position,
             message: format!(
-                "TDS01 total {} differs from the lines plus charges less allowances and tax ({computed})",
-                invoice.total
+                "TDS01 total {} differs from the lines plus charges less allowances and tax ({})",
+                invoice.total,
+                shown(computed)
             ),
         });
     }
@@ -311,6 +313,8 @@ pub(super) fn from_invoic(
     let (mut seller, mut invoicer, mut buyer, mut invoicee) = (None, None, None, None);
     let mut lines: Vec<InvoiceLine> = Vec::new();
     let mut summary = false;
+    // The LIN of each line, to locate an error found once the message is read.
+    let mut line_segments: Vec<Segment<'_>> = Vec::new();
     // (amount, segment position) of MOA 79 line items total, 125 taxable amount, 77 invoice amount.
     let (mut lines_moa, mut taxable_moa, mut invoice_position) = (None, None, None);
     for segment in &message[1..message.len() - 1] {
@@ -337,15 +341,18 @@ pub(super) fn from_invoic(
                     _ => {}
                 }
             }
-            b"LIN" => lines.push(InvoiceLine {
-                number: line_number(&lines),
-                quantity: Decimal::ZERO,
-                unit: None,
-                unit_price: None,
-                product_id: r.component(s, 3, 1)?,
-                description: None,
-                amount: Decimal::ZERO,
-            }),
+            b"LIN" => {
+                line_segments.push(*segment);
+                lines.push(InvoiceLine {
+                    number: line_number(&lines),
+                    quantity: Decimal::ZERO,
+                    unit: None,
+                    unit_price: None,
+                    product_id: r.component(s, 3, 1)?,
+                    description: None,
+                    amount: Decimal::ZERO,
+                })
+            }
             b"IMD" if !summary => {
                 if let Some(line) = lines.last_mut().filter(|line| line.description.is_none()) {
                     line.description = r.component(s, 3, 4)?;
@@ -391,9 +398,9 @@ pub(super) fn from_invoic(
             _ => {}
         }
     }
-    for line in &mut lines {
+    for (line, lin) in lines.iter_mut().zip(&line_segments) {
         if line.amount.is_zero() {
-            line.amount = line.quantity * line.unit_price.unwrap_or_default();
+            line.amount = line_amount(lin, line.quantity, line.unit_price.unwrap_or_default())?;
         }
     }
     let invoice = Invoice {
@@ -416,30 +423,46 @@ pub(super) fn from_invoic(
     let mut warn = |segment_position: Option<usize>, message: String| {
         warnings.push(Warning { document: control_number.to_owned(), segment_position, message });
     };
+    let lines_total = sum(invoice.lines.iter().map(|line| line.amount));
     if let Some((stated, position)) = lines_moa
-        && stated != lines_total(&invoice)
+        && Some(stated) != lines_total
     {
-        warn(
-            Some(position),
-            format!(
-                "MOA 79 line total {stated} differs from the sum of the lines ({})",
-                lines_total(&invoice)
-            ),
-        );
+        let message =
+            format!("MOA 79 line total {stated} differs from the sum of the lines ({})", shown(lines_total));
+        warn(Some(position), message);
     }
     if let (Some(taxable), Some(tax)) = (taxable_moa, invoice.tax_total)
-        && taxable + tax != invoice.total
+        && taxable.checked_add(tax) != Some(invoice.total)
     {
-        warn(
-            invoice_position,
-            format!("MOA 77 total {} differs from MOA 125 plus MOA 124 ({})", invoice.total, taxable + tax),
+        let message = format!(
+            "MOA 77 total {} differs from MOA 125 plus MOA 124 ({})",
+            invoice.total,
+            shown(taxable.checked_add(tax))
         );
+        warn(invoice_position, message);
     }
     Ok((invoice, warnings))
 }
 
-fn lines_total(invoice: &Invoice) -> Decimal {
-    invoice.lines.iter().map(|line| line.amount).sum()
+/// Quantity × unit price, refused where it leaves the range of an exact amount (28 digits).
+fn line_amount(segment: &Segment<'_>, quantity: Decimal, unit_price: Decimal) -> Result<Decimal, EdiError> {
+    quantity.checked_mul(unit_price).ok_or_else(|| {
+        segment
+            .error(
+                None,
+                format!("quantity {quantity} × unit price {unit_price} is beyond the range of an amount"),
+            )
+            .with_kind(ErrorKind::Invalid)
+    })
+}
+
+/// An exact sum, or `None` when it leaves the range of an amount.
+fn sum(amounts: impl IntoIterator<Item = Decimal>) -> Option<Decimal> {
+    amounts.into_iter().try_fold(Decimal::ZERO, |total, amount| total.checked_add(amount))
+}
+
+fn shown(amount: Option<Decimal>) -> String {
+    amount.map_or_else(|| "beyond the range of an amount".to_owned(), |amount| amount.to_string())
 }
 
 fn line_number(lines: &[InvoiceLine]) -> u32 {
@@ -470,6 +493,7 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
             ("TDS*300~", "TDS*3.00~", Some(6), Some("TDS01")),
             ("IT1*1*2*EA*1.50~", "IT1*1*2*EA*1,50~", Some(5), Some("IT104")),
             ("IT1*1*2*EA*1.50~", "IT1*1**EA*1.50~", Some(5), Some("IT102")),
+            ("IT1*1*2*EA*1.50~", "IT1*1*99999999999999999999*EA*99999999999999999999~", Some(5), None),
         ];
         for (from, to, position, element) in cases {
             let error = error_of(&X12.replace(from, to));
@@ -491,6 +515,12 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
             ("DTM+137:20260317:102'", "DTM+137::102'", Some(4), Some("DTM01")),
             ("DTM+137:20260317:102'", "DTM+137:20261317:102'", Some(4), Some("DTM01")),
             ("MOA+77:11.90'", "MOA+77:11.9O'", Some(13), Some("MOA01")),
+            (
+                "QTY+47:2'MOA+203:10.00'",
+                "QTY+47:99999999999999999999'PRI+AAA:99999999999999999999'",
+                Some(6),
+                None,
+            ),
         ];
         for (from, to, position, element) in cases {
             let error = error_of(&INVOIC.replace(from, to));
@@ -506,6 +536,16 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
             let text = INVOIC.replace(missing, "").replace("UNT+13+1", &format!("UNT+{count}+1"));
             assert_eq!(error_of(&text).segment.as_deref(), Some("UNH"), "without {missing}");
         }
+    }
+
+    #[test]
+    fn totals_beyond_range_are_warnings_not_panics() {
+        let huge = "79228162514264337593543950335";
+        let text = X12
+            .replace("IT1*1*2*EA*1.50~", &format!("IT1*1*1*EA*{huge}~IT1*2*1*EA*{huge}~"))
+            .replace("SE*5*", "SE*6*");
+        let documents = read(text.as_bytes()).unwrap().documents().unwrap();
+        assert!(documents[0].warnings[0].message.contains("beyond the range"), "{:?}", documents[0].warnings);
     }
 
     #[test]

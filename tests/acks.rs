@@ -7,19 +7,15 @@ use common::{Backend, Harness, Reply, content_type_of, fixture};
 
 async fn post_for_ack(h: &Harness, path: &str) -> Reply {
     let accept = content_type_of(path);
-    let response = h
-        .app
-        .client
-        .post(h.app.url("/v1/interchanges"))
-        .header("content-type", accept)
-        .header("accept", accept)
-        .body(fixture(path))
-        .send()
-        .await
-        .expect("POST");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    Reply { status, headers, text: response.text().await.expect("body") }
+    Reply::send(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges"))
+            .header("content-type", accept)
+            .header("accept", accept)
+            .body(fixture(path)),
+    )
+    .await
 }
 
 /// The interchange control number (ISA13 / UNB 0020) of an acknowledgement.

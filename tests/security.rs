@@ -26,14 +26,7 @@ async fn admin(h: &Harness, method: reqwest::Method, path: &str, body: Option<Va
     if let Some(body) = body {
         request = request.json(&body);
     }
-    reply(request).await
-}
-
-async fn reply(request: reqwest::RequestBuilder) -> Reply {
-    let response = request.send().await.expect("request");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    Reply { status, headers, text: response.text().await.expect("body") }
+    Reply::send(request).await
 }
 
 async fn register(h: &Harness, partner: Value) -> Registered {
@@ -54,7 +47,7 @@ async fn acme(h: &Harness) -> Registered {
 }
 
 async fn post_with_key(h: &Harness, key: &str, body: Vec<u8>) -> Reply {
-    reply(
+    Reply::send(
         h.app
             .client
             .post(h.app.url("/v1/interchanges"))
@@ -68,7 +61,7 @@ async fn post_with_key(h: &Harness, key: &str, body: Vec<u8>) -> Reply {
 async fn post_signed(h: &Harness, partner: &str, secret: &str, timestamp: i64, body: Vec<u8>) -> Reply {
     let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
     let signature = webhooks::sign(secret, &id, timestamp, &body);
-    reply(
+    Reply::send(
         h.app
             .client
             .post(h.app.url(&format!("/v1/interchanges?partner={partner}")))
@@ -124,10 +117,10 @@ async fn requests_without_valid_credentials_are_refused(backend: Backend) {
     post_with_key(&h, &acme.api_key, elsewhere.into_bytes()).await.assert_problem(403, "forbidden-sender");
     // Reads need the admin token once partners authenticate.
     h.app.get("/v1/interchanges").await.assert_problem(401, "unauthorized");
-    reply(h.app.client.get(h.app.url("/v1/invoices")).bearer_auth(&acme.api_key))
+    Reply::send(h.app.client.get(h.app.url("/v1/invoices")).bearer_auth(&acme.api_key))
         .await
         .assert_problem(401, "unauthorized");
-    reply(h.app.client.get(h.app.url("/v1/admin/partners")).bearer_auth("wrong"))
+    Reply::send(h.app.client.get(h.app.url("/v1/admin/partners")).bearer_auth("wrong"))
         .await
         .assert_problem(401, "unauthorized");
     assert_eq!(h.app.get("/healthz").await.status, 200, "probes stay public");
@@ -163,7 +156,7 @@ async fn standard_webhooks_signatures_are_verified(backend: Backend) {
     let id = "msg_fixed";
     let signature = webhooks::sign(&acme.webhook_secret, id, now, &body);
     let tampered = String::from_utf8(body).unwrap().replace("500*EA", "900*EA");
-    let refused = reply(
+    let refused = Reply::send(
         h.app
             .client
             .post(h.app.url("/v1/interchanges?partner=acme"))

@@ -129,15 +129,10 @@ impl TestApp {
 
     /// POSTs `body` as `content_type` to the inbox.
     pub async fn post(&self, body: impl Into<reqwest::Body>, content_type: &str) -> Reply {
-        let response = self
-            .client
-            .post(self.url("/v1/interchanges"))
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .expect("POST reaches the server");
-        Reply::read(response).await
+        Reply::send(
+            self.client.post(self.url("/v1/interchanges")).header("content-type", content_type).body(body),
+        )
+        .await
     }
 
     /// POSTs a fixture file (path under tests/fixtures).
@@ -146,7 +141,7 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> Reply {
-        Reply::read(self.client.get(self.url(path)).send().await.expect("GET reaches the server")).await
+        Reply::send(self.client.get(self.url(path))).await
     }
 
     /// Every invoice currently booked, following the pagination.
@@ -221,7 +216,9 @@ pub struct Reply {
 }
 
 impl Reply {
-    async fn read(response: reqwest::Response) -> Reply {
+    /// Sends a request built by a test and reads the whole response.
+    pub async fn send(request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("the request reaches the server");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.expect("response body");

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::partners::NewPartner;
-use crate::store::PoolOptions;
+use crate::store::StoreOptions;
 
 /// Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
 #[derive(Debug, Parser)]
@@ -71,16 +71,27 @@ pub struct DatabaseConfig {
     /// Seconds a request waits for a connection (or, on SQLite, the write lock) before answering 503.
     #[arg(long, env = "EDI_INBOX_DB_TIMEOUT", default_value_t = 5, global = true)]
     pub db_timeout: u64,
-    /// Days a stored payload is kept before `purge` (and the hourly purge of `serve`) drops it.
-    #[arg(long, env = "EDI_INBOX_RETENTION_DAYS", default_value_t = 90, global = true)]
+    /// Days a stored payload and the audit trail are kept before `purge` (and the hourly purge of
+    /// `serve`) drop them (1 to 36,500).
+    #[arg(long, env = "EDI_INBOX_RETENTION_DAYS", default_value_t = 90, global = true,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub retention_days: u32,
+    /// Bytes of processed outcomes kept in memory to answer resends without the database (0: off).
+    #[arg(long, env = "EDI_INBOX_REPLAY_CACHE_BYTES", default_value_t = 8 * 1024 * 1024, global = true)]
+    pub replay_cache_bytes: usize,
+    /// Seconds the in-memory partner directory is used before it is read again. Changes made through
+    /// this instance apply at once; other replicas see them within this time.
+    #[arg(long, env = "EDI_INBOX_PARTNER_CACHE_TTL", default_value_t = 5, global = true)]
+    pub partner_cache_ttl: u64,
 }
 
 impl DatabaseConfig {
-    pub fn pool(&self) -> PoolOptions {
-        PoolOptions {
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions {
             max_connections: self.db_max_connections,
             acquire_timeout: Duration::from_secs(self.db_timeout),
+            replay_cache_bytes: self.replay_cache_bytes,
+            partner_cache_ttl: Duration::from_secs(self.partner_cache_ttl),
         }
     }
 
@@ -117,13 +128,32 @@ pub struct ServerConfig {
     /// Deliveries processed at once by this instance; more get 429 with Retry-After.
     #[arg(long, env = "EDI_INBOX_MAX_IN_FLIGHT", default_value_t = 256, global = true)]
     pub max_in_flight: usize,
+    /// Signed requests whose signature is not verified yet that this instance reads at once; more
+    /// get 429. Kept small: these requests have proven nothing.
+    #[arg(long, env = "EDI_INBOX_MAX_UNPROVEN_IN_FLIGHT", default_value_t = 16, global = true)]
+    pub max_unproven_in_flight: usize,
+    /// Refused requests per minute a remote address may cause before its signed requests are
+    /// answered 429 without being read.
+    #[arg(long, env = "EDI_INBOX_REFUSALS_PER_MINUTE", default_value_t = 60, global = true)]
+    pub refusals_per_minute: u32,
+    /// Bytes of request bodies (times the working copies parsing needs) buffered at once; requests
+    /// beyond wait for room.
+    #[arg(long, env = "EDI_INBOX_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024, global = true)]
+    pub buffer_bytes: usize,
+    /// Seconds a connection may stay silent (no byte either way) before it is closed; must exceed
+    /// the request timeout so that a request in progress is never cut.
+    #[arg(long, env = "EDI_INBOX_IDLE_TIMEOUT", default_value_t = 60, global = true)]
+    pub idle_timeout: u64,
+    /// Connections open at once; further ones are closed as soon as they are accepted.
+    #[arg(long, env = "EDI_INBOX_MAX_CONNECTIONS", default_value_t = 4096, global = true)]
+    pub max_connections: usize,
     /// Segments an interchange may have; more make it invalid (422), and reading stops there.
     #[arg(long, env = "EDI_INBOX_MAX_SEGMENTS", default_value_t = 1_000_000, global = true)]
     pub max_segments: usize,
     /// Longest element in bytes; a longer one makes the interchange invalid (422).
     #[arg(long, env = "EDI_INBOX_MAX_ELEMENT_LENGTH", default_value_t = 65_536, global = true)]
     pub max_element_length: usize,
-    /// Seconds a client may take to send its request headers (slow-loris protection).
+    /// Seconds a client may take to send its first byte and its request headers (slow-loris protection).
     #[arg(long, env = "EDI_INBOX_HEADER_TIMEOUT", default_value_t = 10, global = true)]
     pub header_timeout: u64,
     /// Log format: `pretty` for people, `json` for log pipelines.
@@ -147,6 +177,21 @@ pub enum LogFormat {
 impl ServerConfig {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout)
+    }
+
+    /// The connection timeouts, checked against each other.
+    pub fn connection_limits(&self) -> Result<crate::http::ConnectionLimits, String> {
+        if self.idle_timeout <= self.request_timeout {
+            return Err(format!(
+                "the idle timeout ({} s) must exceed the request timeout ({} s)",
+                self.idle_timeout, self.request_timeout
+            ));
+        }
+        Ok(crate::http::ConnectionLimits {
+            first_byte: Duration::from_secs(self.header_timeout),
+            idle: Duration::from_secs(self.idle_timeout),
+            max_connections: self.max_connections,
+        })
     }
 
     /// Whether deliveries must authenticate as a partner; refuses open mode on a network address

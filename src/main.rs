@@ -6,7 +6,7 @@ use clap::Parser;
 use edi_inbox::app::{self, App};
 use edi_inbox::config::{Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::http;
-use edi_inbox::partners::admin;
+use edi_inbox::partners::{CredentialKind, PartnerStatus, admin};
 use edi_inbox::store::Store;
 
 #[tokio::main]
@@ -33,7 +33,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Purge => {
             let store = app::open_store(&cli.database).await?;
             let purged = app::purge(&store, cli.database.retention()).await?;
-            tracing::info!(purged, "stored payloads purged");
+            tracing::info!(?purged, "retention purge");
+            store.close().await;
         }
         Command::Partner { action } => {
             let store = app::open_store(&cli.database).await?;
@@ -68,13 +69,13 @@ async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Bo
             None => return Err(admin::AdminError::NoPartner(id).into()),
         },
         PartnerCommand::Suspend { id } => {
-            println!("{}", pretty(&admin::set_status(store, &id, "suspended").await?))
+            println!("{}", pretty(&admin::set_status(store, &id, PartnerStatus::Suspended).await?))
         }
         PartnerCommand::Activate { id } => {
-            println!("{}", pretty(&admin::set_status(store, &id, "active").await?))
+            println!("{}", pretty(&admin::set_status(store, &id, PartnerStatus::Active).await?))
         }
         PartnerCommand::RotateKey { id, webhook_secret } => {
-            let kind = if webhook_secret { "webhook_secret" } else { "api_key" };
+            let kind = if webhook_secret { CredentialKind::WebhookSecret } else { CredentialKind::ApiKey };
             println!("{}", pretty(&admin::rotate(store, &id, kind).await?));
             eprintln!(
                 "edi-inbox: the secret above is shown only now; the previous ones stay valid until revoked"

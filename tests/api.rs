@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Backend, Harness, TestApp, TestDb, database_config, fixture, server_config};
+use edi_inbox::store::Purged;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
@@ -217,12 +218,15 @@ async fn database_outage_answers_503_with_retry_after_and_never_2xx() {
     assert_eq!(app.post_fixture("x12/810-single.edi").await.status, 201);
 
     relay.cut().await;
-    for path in ["x12/810-two-invoices-00501.edi", "x12/810-single.edi"] {
+    for path in ["x12/810-two-invoices-00501.edi", "edifact/invoic-d96a.edi"] {
         let reply = app.post_fixture(path).await;
         let problem = reply.assert_problem(503, "unavailable");
         assert_eq!(reply.header("retry-after"), Some("5"));
         assert!(!problem["detail"].as_str().unwrap().contains("sqlx"), "no internals: {}", reply.text);
     }
+    // A resend of what was committed before the outage is a replay, answered from memory.
+    let replay = app.post_fixture("x12/810-single.edi").await;
+    assert_eq!((replay.status, replay.header("idempotent-replayed")), (200, Some("true")), "{}", replay.text);
     app.get("/readyz").await.assert_problem(503, "unavailable");
     app.get("/v1/invoices").await.assert_problem(503, "unavailable");
     tokio::time::timeout(Duration::from_secs(15), app.stop()).await.expect("stops");
@@ -257,9 +261,21 @@ async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
     let first = h.app.post_fixture("x12/810-single.edi").await;
     assert_eq!(first.status, 201);
     let store = edi_inbox::app::open_store(&database_config(&h.db.url)).await.unwrap();
-    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::days(1)).await.unwrap(), 0, "not expired yet");
-    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(), 1);
-    assert_eq!(edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(), 0, "purged once");
+    let nothing = Purged::default();
+    assert_eq!(
+        edi_inbox::app::purge(&store, chrono::Duration::days(1)).await.unwrap(),
+        nothing,
+        "not expired yet"
+    );
+    let purged = edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap();
+    assert_eq!(purged, Purged { payloads: 1, attempts: 1, refusals: 0 }, "the body and the audit trail go");
+    assert_eq!(
+        edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(),
+        nothing,
+        "purged once"
+    );
+    let far = edi_inbox::app::purge(&store, chrono::Duration::days(100_000_000)).await.unwrap();
+    assert_eq!(far, nothing, "a retention beyond the calendar keeps everything instead of panicking");
     store.close().await;
 
     let replay = h.app.post_fixture("x12/810-single-rewrapped.edi").await;

@@ -128,8 +128,9 @@ async fn replay_is_byte_identical_and_counted(backend: Backend) {
     let stored = h.app.get(&format!("/v1/interchanges/{id}")).await;
     assert_eq!(stored.status, 200);
     assert_eq!(stored.text, first.text, "GET returns the same resource");
-    let listed = h.app.get("/v1/interchanges?control_number=1042").await.json();
-    assert_eq!(listed["items"][0]["deliveries"], 3);
+    let listed = h.app.interchanges_audited(3).await;
+    assert_eq!(listed[0]["control_number"], "1042");
+    assert_eq!(listed[0]["deliveries"], 3);
     assert_eq!(h.app.all_invoices().await.len(), 1);
     h.finish().await;
 }
@@ -177,7 +178,7 @@ async fn rejected_interchange_replays_then_a_corrected_resend_replaces_it(backen
     assert_eq!((replay.status, replay.text), (200, accepted.text));
     // The rejected delivery now conflicts with the booked content.
     h.app.post_fixture("x12/invalid-iea-count.edi").await.assert_problem(409, "control-number-conflict");
-    let listed = h.app.all_interchanges().await;
+    let listed = h.app.interchanges_audited(5).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["deliveries"], 5);
     h.finish().await;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::ApiContext;
 use super::problem::{ApiError, Problem};
 use crate::partners::admin::{self, AdminError};
-use crate::partners::{IssuedSecret, NewPartner, Partner};
+use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
 
 impl From<AdminError> for ApiError {
     fn from(error: AdminError) -> ApiError {
@@ -79,9 +79,7 @@ pub async fn get_partner(
 
 #[derive(Deserialize, ToSchema)]
 pub struct StatusChange {
-    /// `active` or `suspended`.
-    #[schema(example = "suspended")]
-    pub status: String,
+    pub status: PartnerStatus,
 }
 
 /// Suspend or reactivate a partner.
@@ -99,21 +97,12 @@ pub async fn set_status(
     Path(id): Path<String>,
     body: Result<Json<StatusChange>, JsonRejection>,
 ) -> Result<Json<Partner>, ApiError> {
-    let change = json(body)?;
-    if !matches!(change.status.as_str(), "active" | "suspended") {
-        return Err(ApiError::BadRequest(format!(
-            "status must be active or suspended, not {:?}",
-            change.status
-        )));
-    }
-    Ok(Json(admin::set_status(&ctx.store, &id, &change.status).await?))
+    Ok(Json(admin::set_status(&ctx.store, &id, json(body)?.status).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialRequest {
-    /// `api_key` or `webhook_secret`.
-    #[schema(example = "api_key")]
-    pub kind: String,
+    pub kind: CredentialKind,
 }
 
 /// Issue an additional credential (rotation: the older ones stay valid until revoked).
@@ -132,7 +121,7 @@ pub async fn issue_credential(
     body: Result<Json<CredentialRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<IssuedSecret>), ApiError> {
     let request = json(body)?;
-    Ok((StatusCode::CREATED, Json(admin::rotate(&ctx.store, &id, &request.kind).await?)))
+    Ok((StatusCode::CREATED, Json(admin::rotate(&ctx.store, &id, request.kind).await?)))
 }
 
 /// Revoke a credential.

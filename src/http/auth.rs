@@ -13,29 +13,32 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 
+use std::sync::Arc;
+
 use super::ApiContext;
+use super::metrics::Metrics;
 use super::problem::ApiError;
 use crate::edi::Envelope;
-use crate::partners::webhooks::{self, SignedRequest};
-use crate::partners::{Partner, api_key_hash};
+use crate::partners::directory::Directory;
+use crate::partners::webhooks::{self, SignatureError, Signatures, SignedRequest};
+use crate::partners::{Partner, PartnerStatus};
 
-/// The authenticated caller of a delivery.
+/// The caller of a delivery, as far as its headers tell.
 pub enum Caller {
     /// Open mode: nobody is asked who they are.
     Open,
-    Partner(Partner),
-    /// A Standard Webhooks request whose signature is checked once the body is read.
-    Signed {
-        partner: Partner,
-        secrets: Vec<String>,
-    },
+    /// Proven by its API key.
+    Partner(Arc<Partner>),
+    /// Claims to be partner `id` by a signature that is checked once the body is read.
+    Signed { id: String, signatures: Signatures, directory: Arc<Directory> },
 }
 
 impl Caller {
-    pub fn partner(&self) -> Option<&Partner> {
+    /// The partner, once proven.
+    pub fn partner(&self) -> Option<&Arc<Partner>> {
         match self {
-            Caller::Open => None,
-            Caller::Partner(partner) | Caller::Signed { partner, .. } => Some(partner),
+            Caller::Partner(partner) => Some(partner),
+            Caller::Open | Caller::Signed { .. } => None,
         }
     }
 }
@@ -50,41 +53,38 @@ fn bearer(parts: &Parts) -> Option<&str> {
 
 /// The `partner` query parameter, which names the partner of a signed request.
 fn partner_parameter(parts: &Parts) -> Option<&str> {
-    parts.uri.query()?.split('&').find_map(|pair| pair.strip_prefix("partner="))
+    parts.uri.query()?.split('&').find_map(|pair| pair.strip_prefix("partner=")).filter(|id| !id.is_empty())
 }
 
-/// Identifies the caller from the headers alone.
+/// Identifies the caller from the headers alone, from the in-memory partner directory: an unknown
+/// key costs the same lookup as a known one, and a signed request is only bounded here (its
+/// signature header parsed and capped), never trusted.
 pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiError> {
     if !ctx.partner_auth {
         return Ok(Caller::Open);
     }
-    let partner = if let Some(key) = bearer(parts) {
-        ctx.store
-            .partner_by_api_key(&api_key_hash(key))
-            .await?
-            .ok_or_else(|| unauthorized("the API key is not valid"))?
-    } else if header(parts, "webhook-signature").is_some() {
-        let id = partner_parameter(parts).ok_or_else(|| {
-            unauthorized("a signed request names its partner in the `partner` query parameter")
-        })?;
-        let partner =
-            ctx.store.partner(id).await?.ok_or_else(|| unauthorized("the signature is not valid"))?;
-        let secrets = ctx.store.webhook_secrets(&partner.id).await?;
-        // Whether it is suspended is only said to a caller that proved to be it.
-        return Ok(Caller::Signed { partner, secrets });
-    } else {
+    if let Some(key) = bearer(parts) {
+        let directory = ctx.store.directory().await?;
+        let partner = directory.by_api_key(key).ok_or_else(|| unauthorized("the API key is not valid"))?;
+        return active(Arc::clone(partner)).map(Caller::Partner);
+    }
+    let Some(signatures) = header(parts, "webhook-signature") else {
         return Err(unauthorized(
             "authenticate with `Authorization: Bearer <API key>` or a Standard Webhooks signature",
         ));
     };
-    active(partner).map(Caller::Partner)
+    let signatures =
+        Signatures::parse(signatures).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    let id = partner_parameter(parts)
+        .ok_or_else(|| unauthorized("a signed request names its partner in the `partner` query parameter"))?;
+    Ok(Caller::Signed { id: id.to_owned(), signatures, directory: ctx.store.directory().await? })
 }
 
-fn active(partner: Partner) -> Result<Partner, ApiError> {
-    if partner.status == "active" {
-        Ok(partner)
-    } else {
-        Err(ApiError::Forbidden(format!("partner {} is suspended", partner.id)))
+/// A proven partner may deliver unless suspended (which only a proven caller learns).
+fn active(partner: Arc<Partner>) -> Result<Arc<Partner>, ApiError> {
+    match partner.status {
+        PartnerStatus::Active => Ok(partner),
+        PartnerStatus::Suspended => Err(ApiError::Forbidden(format!("partner {} is suspended", partner.id))),
     }
 }
 
@@ -92,35 +92,54 @@ fn unauthorized(detail: &str) -> ApiError {
     ApiError::Unauthorized(detail.to_owned())
 }
 
-/// Checks a signed request's signature against the partner's secrets, now that the body is read.
+/// A key no signature can match: an unknown partner's request is MACed with it, so it costs the
+/// same time and gets the same answer as a known partner's with a wrong signature.
+fn decoy_key() -> &'static [Vec<u8>] {
+    static DECOY: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| {
+        let mut key = vec![0u8; 32];
+        // Without randomness the decoy is still a key nobody signs with; it only has to cost a MAC.
+        let _ = getrandom::fill(&mut key);
+        vec![key]
+    })
+}
+
+/// Checks a signed request's signature, now that the body is read: at most one MAC per secret.
 pub fn verify_signature(
     ctx: &ApiContext,
     parts: &Parts,
     caller: Caller,
     body: &[u8],
 ) -> Result<Caller, ApiError> {
-    let Caller::Signed { partner, secrets } = caller else {
+    let Caller::Signed { id, signatures, directory } = caller else {
         return Ok(caller);
     };
+    let signer = directory.signer(&id);
     let request = SignedRequest {
         id: header(parts, "webhook-id").unwrap_or_default(),
         timestamp: header(parts, "webhook-timestamp").unwrap_or_default(),
-        signatures: header(parts, "webhook-signature").unwrap_or_default(),
+        signatures: &signatures,
         body,
     };
-    match webhooks::verify(&request, &secrets, Utc::now()) {
-        Ok(()) => active(partner).map(Caller::Partner),
-        Err(error) => {
+    let keys = signer.map_or(decoy_key(), |signer| signer.keys.as_slice());
+    match (webhooks::verify(&request, keys, Utc::now()), signer) {
+        (Ok(()), Some(signer)) => active(Arc::clone(&signer.partner)).map(Caller::Partner),
+        (Ok(()), None) => Err(unauthorized(&SignatureError::NoMatch.to_string())),
+        (Err(error), _) => {
             ctx.metrics.security_event("bad-signature");
-            tracing::warn!(target: "edi_inbox::security", partner = %partner.id, %error, "signature refused");
+            tracing::warn!(target: "edi_inbox::security", partner = %id, %error, "signature refused");
             Err(unauthorized(&error.to_string()))
         }
     }
 }
 
 /// The interchange's sender must be the partner's, and its receiver one the partner may send to.
-pub fn check_sender(ctx: &ApiContext, caller: &Caller, envelope: &Envelope) -> Result<(), ApiError> {
-    let Some(partner) = caller.partner() else { return Ok(()) };
+pub fn check_sender(
+    metrics: &Metrics,
+    partner: Option<&Partner>,
+    envelope: &Envelope,
+) -> Result<(), ApiError> {
+    let Some(partner) = partner else { return Ok(()) };
     let standard = envelope.standard.as_str();
     let sender = format!("{standard}:{}:{}", envelope.sender.qualifier, envelope.sender.id);
     let receiver = format!("{standard}:{}:{}", envelope.receiver.qualifier, envelope.receiver.id);
@@ -134,19 +153,25 @@ pub fn check_sender(ctx: &ApiContext, caller: &Caller, envelope: &Envelope) -> R
     match refusal {
         None => Ok(()),
         Some((reason, detail)) => {
-            ctx.metrics.security_event(reason);
+            metrics.security_event(reason);
             tracing::warn!(target: "edi_inbox::security", partner = %partner.id, %sender, %receiver, reason, "delivery refused");
             Err(ApiError::Forbidden(detail))
         }
     }
 }
 
-/// Requires the admin token on `/v1/admin/…` and, with partner authentication, on reads of `/v1/…`.
+/// Whether a request needs the admin token: `/v1/admin/…` always; with partner authentication also
+/// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
+/// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
+fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
+    let delivery = method == Method::POST && path == "/v1/interchanges";
+    path.starts_with("/v1/admin/")
+        || (partner_auth && !delivery && (path.starts_with("/v1/") || path == "/metrics"))
+}
+
+/// Requires the admin token where [`guarded`] says so.
 pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let guarded = path.starts_with("/v1/admin/")
-        || (ctx.partner_auth && request.method() == Method::GET && path.starts_with("/v1/"));
-    if !guarded {
+    if !guarded(ctx.partner_auth, request.method(), request.uri().path()) {
         return next.run(request).await;
     }
     let Some(expected) = ctx.admin_token.as_deref() else {
@@ -163,4 +188,25 @@ pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, nex
         return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
     }
     next.run(Request::from_parts(parts, body)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_but_the_delivery_is_guarded_in_partner_mode() {
+        for method in [Method::GET, Method::HEAD, Method::OPTIONS, Method::PUT, Method::DELETE] {
+            for path in
+                ["/v1/interchanges", "/v1/interchanges/x", "/v1/invoices", "/v1/invoices/x", "/metrics"]
+            {
+                assert!(guarded(true, &method, path), "{method} {path}");
+                assert!(!guarded(false, &method, path), "{method} {path} in open mode");
+            }
+            assert!(guarded(false, &method, "/v1/admin/partners"));
+        }
+        assert!(!guarded(true, &Method::POST, "/v1/interchanges"));
+        assert!(!guarded(true, &Method::GET, "/healthz"));
+        assert!(!guarded(true, &Method::GET, "/openapi.json"));
+    }
 }

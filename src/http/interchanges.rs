@@ -17,11 +17,20 @@ use uuid::Uuid;
 use super::problem::{ApiError, PROBLEM_JSON, Problem};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::limits::Reservation;
 use super::{ApiContext, auth, page_limit, parse_id};
 use crate::edi::{self, PartyId, Standard, ack};
 use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
 use crate::inbox::{Delivery, Outcome, Status};
-use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, StoredInterchange};
+use crate::partners::{ConflictPolicy, Partner, Validation};
+use crate::store::{
+    Attempt, AttemptFacts, DeliveryAttempt, FirstAttempt, InterchangeFilter, StoredInterchange,
+};
 
 /// Media types an interchange may be posted as; parameters such as `charset` are ignored.
 const ACCEPTED_MEDIA_TYPES: [&str; 5] = [
@@ -93,122 +102,248 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
 )]
 pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Response {
     let received_at = Utc::now();
-    let mut facts = attempt_facts(&request);
-    let (outcome, response) = match deliver(&ctx, request, &mut facts, received_at).await {
-        Ok(delivered) => delivered,
-        Err(error) => (error.outcome(), error.into_response()),
+    let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
+    let mut facts = attempt_facts(&request, remote);
+    let (outcome, response) = match deliver(&ctx, request, remote, &mut facts, received_at).await {
+        Ok(answer) => {
+            if let Some(attempt) = answer.attempt {
+                ctx.store.audit(attempt);
+            }
+            (answer.outcome, answer.response)
+        }
+        Err(error) => {
+            let (outcome, status) = (error.outcome(), error.status());
+            if !status.is_server_error() {
+                ctx.store.refused(outcome, status.as_u16(), &facts, received_at);
+                if let (Some(remote), None) = (remote, &facts.partner_id) {
+                    ctx.limiter.refused(remote);
+                }
+            }
+            (outcome, error.into_response())
+        }
     };
     ctx.metrics.delivery(outcome);
-    if let Err(error) = ctx.store.audit(&facts, outcome, response.status().as_u16(), received_at).await {
-        tracing::warn!(%error, outcome, "the delivery attempt could not be audited");
-    }
     response
 }
 
 /// What the audit trail keeps of a request before anything is known about its content.
-fn attempt_facts(request: &Request) -> AttemptFacts {
-    let header = |name: header::HeaderName| {
-        request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
-    };
-    AttemptFacts {
-        request_id: header(header::HeaderName::from_static("x-request-id")),
-        remote_addr: request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.to_string()),
-        user_agent: header(header::USER_AGENT),
-        content_type: header(header::CONTENT_TYPE),
-        ..AttemptFacts::default()
-    }
+fn attempt_facts(request: &Request, remote: Option<IpAddr>) -> AttemptFacts {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    AttemptFacts::new(
+        header("x-request-id"),
+        remote.map(|ip| ip.to_string()),
+        header(header::USER_AGENT.as_str()),
+        header(header::CONTENT_TYPE.as_str()),
+    )
 }
 
-/// Authenticates, reads, parses and records one delivery; says what happened for the audit trail.
+/// What a recorded delivery is answered with, and the audit row of a replay or conflict.
+struct Answer {
+    outcome: &'static str,
+    response: Response,
+    attempt: Option<Attempt>,
+}
+
+/// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
+/// the parsed segments, the response and the database parameters), for the byte budget.
+const BUFFER_COPIES: usize = 4;
+/// Bodies larger than this are parsed on the blocking pool, not on an async worker.
+const INLINE_PARSE_BYTES: usize = 256 * 1024;
+
+/// What a request is allowed before its body is read.
+struct Admitted {
+    caller: auth::Caller,
+    content_type: Option<String>,
+    _reservation: Reservation,
+    _unproven: Option<OwnedSemaphorePermit>,
+}
+
+/// Checks everything the headers can tell, cheapest first, before a byte of the body is read: the
+/// media type, the credential (an API key is proven here and charged to its partner; a signature
+/// only gets a slot of the smaller unproven budget), the declared size, and the byte budget.
+async fn admit(
+    ctx: &ApiContext,
+    parts: &Parts,
+    remote: Option<IpAddr>,
+    facts: &mut AttemptFacts,
+) -> Result<Admitted, ApiError> {
+    let content_type = accepted_content_type(&parts.headers)?;
+    let caller = auth::identify(ctx, parts).await?;
+    let mut unproven = None;
+    match &caller {
+        auth::Caller::Partner(partner) => charge(ctx, partner, facts)?,
+        auth::Caller::Signed { .. } => {
+            if let Some(remote) = remote {
+                ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
+            }
+            unproven = Some(ctx.limiter.admit_unproven().map_err(ApiError::RateLimited)?);
+        }
+        auth::Caller::Open => {}
+    }
+    let limit = body_limit(ctx, &caller);
+    let declared =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    let bytes = declared.unwrap_or(limit).saturating_mul(BUFFER_COPIES);
+    let reservation = ctx.limiter.reserve(bytes).await.map_err(ApiError::RateLimited)?;
+    Ok(Admitted { caller, content_type, _reservation: reservation, _unproven: unproven })
+}
+
+/// The largest body the caller may send: a proven partner's own limit, else the server's.
+fn body_limit(ctx: &ApiContext, caller: &auth::Caller) -> usize {
+    caller
+        .partner()
+        .and_then(|p| p.max_body_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(ctx.body_limit)
+}
+
+/// Takes one request from a proven partner's rate budget.
+fn charge(ctx: &ApiContext, partner: &Partner, facts: &mut AttemptFacts) -> Result<(), ApiError> {
+    facts.partner_id = Some(partner.id.clone());
+    let per_minute =
+        partner.requests_per_minute.and_then(|n| u32::try_from(n).ok()).unwrap_or(ctx.rate_limit);
+    ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)
+}
+
+/// Authenticates, reads, parses and records one delivery.
 async fn deliver(
     ctx: &ApiContext,
     request: Request,
+    remote: Option<IpAddr>,
     facts: &mut AttemptFacts,
     received_at: chrono::DateTime<Utc>,
-) -> Result<(&'static str, Response), ApiError> {
+) -> Result<Answer, ApiError> {
     let (parts, body) = request.into_parts();
-    let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
-    let content_type = accepted_content_type(&parts.headers)?;
-    let caller = auth::identify(ctx, &parts).await?;
-    let mut body_limit = ctx.body_limit;
-    if let Some(partner) = caller.partner() {
-        facts.partner_id = Some(partner.id.clone());
-        let per_minute =
-            partner.requests_per_minute.and_then(|n| u32::try_from(n).ok()).unwrap_or(ctx.rate_limit);
-        ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)?;
-        body_limit = partner.max_body_bytes.and_then(|n| usize::try_from(n).ok()).unwrap_or(body_limit);
-    }
-    let body = read_body(&parts, body, body_limit).await?;
-    facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
-    let caller = auth::verify_signature(ctx, &parts, caller, &body)?;
-    let mut unwrapped = Vec::new();
-    let mut interchange = edi::parse(&body, &mut unwrapped, ctx.parse_limits).map_err(ApiError::Malformed)?;
-    auth::check_sender(ctx, &caller, &interchange.envelope)?;
-    let partner = caller.partner();
-    if partner.is_some_and(|p| p.validation == "lenient") {
-        interchange = interchange.lenient();
-    }
-    let mut delivery = match interchange.documents() {
-        Ok(documents) => {
-            Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
-        }
+    let admitted = match admit(ctx, &parts, remote, facts).await {
+        Ok(admitted) => admitted,
         Err(error) => {
-            Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
-                ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
-            })
+            drain(&parts, body).await;
+            return Err(error);
         }
     };
-    facts.source = Some(delivery.key.source.clone());
-    facts.message_id = Some(delivery.key.message_id.clone());
-    let mut outcome = ctx.store.record(&delivery).await?;
-    if matches!(outcome, Outcome::Conflict { .. }) && partner.is_some_and(|p| p.conflict_policy == "process")
-    {
-        delivery.distinguish_by_content();
-        facts.message_id = Some(delivery.key.message_id.clone());
-        outcome = ctx.store.record(&delivery).await?;
+    let body = read_body(body, ctx.body_limit).await?;
+    facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
+    let signed = matches!(admitted.caller, auth::Caller::Signed { .. });
+    let caller = auth::verify_signature(ctx, &parts, admitted.caller, &body)?;
+    let partner = caller.partner().cloned();
+    if let (true, Some(partner)) = (signed, &partner) {
+        charge(ctx, partner, facts)?;
     }
-    respond(ctx, &parts.headers, delivery, outcome, facts).await
+    let limit = body_limit(ctx, &caller);
+    if body.len() > limit {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
+    let delivery = prepare(ctx, body, admitted.content_type, received_at, partner.clone()).await?;
+    let mut delivery = Arc::new(delivery);
+    let mut outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts)).await?;
+    if matches!(outcome, Outcome::Conflict { .. })
+        && partner.is_some_and(|p| p.conflict_policy == ConflictPolicy::Process)
+    {
+        let mut distinguished = Arc::unwrap_or_clone(delivery);
+        distinguished.distinguish_by_content();
+        delivery = Arc::new(distinguished);
+        outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts)).await?;
+    }
+    respond(ctx, &parts.headers, &delivery, outcome, facts, received_at).await
+}
+
+/// Parses and maps the body into a delivery, checking the sender against the proven partner; large
+/// bodies on the blocking pool so that the async workers keep serving.
+async fn prepare(
+    ctx: &ApiContext,
+    body: Bytes,
+    content_type: Option<String>,
+    received_at: chrono::DateTime<Utc>,
+    partner: Option<Arc<Partner>>,
+) -> Result<Delivery, ApiError> {
+    let (limits, metrics) = (ctx.parse_limits, Arc::clone(&ctx.metrics));
+    let inline = body.len() <= INLINE_PARSE_BYTES;
+    let work = move || {
+        let mut unwrapped = Vec::new();
+        let mut interchange = edi::parse(&body, &mut unwrapped, limits).map_err(ApiError::Malformed)?;
+        auth::check_sender(&metrics, partner.as_deref(), &interchange.envelope)?;
+        if partner.is_some_and(|p| p.validation == Validation::Lenient) {
+            interchange = interchange.lenient();
+        }
+        Ok(match interchange.documents() {
+            Ok(documents) => {
+                Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
+            }
+            Err(error) => {
+                Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
+                    ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
+                })
+            }
+        })
+    };
+    if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| ApiError::Internal)? }
+}
+
+/// The audit row a first delivery writes with itself.
+fn first_attempt(delivery: &Delivery, facts: &AttemptFacts) -> FirstAttempt {
+    FirstAttempt { facts: facts.clone(), status: answer_status(delivery.status, false).as_u16() }
+}
+
+/// The status of an answer: 201 for a first processing, 200 for its replays, 422 for a rejection.
+fn answer_status(status: Status, replayed: bool) -> StatusCode {
+    match (status, replayed) {
+        (Status::Processed, false) => StatusCode::CREATED,
+        (Status::Processed, true) => StatusCode::OK,
+        (Status::Rejected, _) => StatusCode::UNPROCESSABLE_ENTITY,
+    }
 }
 
 /// The answer to a recorded delivery: the stored body (or acknowledgement) with its status and
-/// headers, and the audit trail's name for what happened.
+/// headers, the audit trail's name for what happened, and the audit row of a replay or conflict.
 async fn respond(
     ctx: &ApiContext,
     headers: &HeaderMap,
-    delivery: Delivery,
+    delivery: &Delivery,
     outcome: Outcome,
-    facts: &mut AttemptFacts,
-) -> Result<(&'static str, Response), ApiError> {
+    facts: &AttemptFacts,
+    received_at: chrono::DateTime<Utc>,
+) -> Result<Answer, ApiError> {
     let ack_wanted = wants_ack(headers);
+    let attempt = |inbox_id: Uuid, outcome: &'static str, status: StatusCode| Attempt {
+        inbox_id,
+        key: delivery.key.clone(),
+        outcome,
+        status: status.as_u16(),
+        facts: facts.clone(),
+        at: received_at,
+    };
     let (status, body, replayed, id) = match outcome {
         Outcome::Recorded { ack_control_number } => {
             let body = if ack_wanted {
                 ack::with_control_number(&delivery.ack, ack_control_number)
             } else {
-                delivery.response
+                delivery.response.clone()
             };
             (delivery.status, body, false, delivery.id)
         }
         Outcome::Replayed { id, status, body } => {
-            facts.inbox_id = Some(id);
             let body = if ack_wanted { ctx.store.ack(id).await?.ok_or(ApiError::NotFound)? } else { body };
             (status, body, true, id)
         }
         Outcome::Conflict { original_id } => {
-            facts.inbox_id = Some(original_id);
-            return Err(ApiError::Conflict {
+            let error = ApiError::Conflict {
                 original_id,
-                sender: delivery.key.source,
-                message_id: delivery.key.message_id,
+                sender: delivery.key.source.clone(),
+                message_id: delivery.key.message_id.clone(),
+            };
+            let attempt = attempt(original_id, error.outcome(), error.status());
+            return Ok(Answer {
+                outcome: attempt.outcome,
+                response: error.into_response(),
+                attempt: Some(attempt),
             });
         }
     };
-    facts.inbox_id = Some(id);
-    let code = match (status, replayed) {
-        (Status::Processed, false) => StatusCode::CREATED,
-        (Status::Processed, true) => StatusCode::OK,
-        (Status::Rejected, _) => StatusCode::UNPROCESSABLE_ENTITY,
-    };
+    let code = answer_status(status, replayed);
     let content_type = match (ack_wanted, status) {
         (true, _) => ack_media_type(delivery.envelope.standard),
         (false, Status::Processed) => "application/json",
@@ -230,16 +365,12 @@ async fn respond(
         (false, Status::Rejected) => "rejected",
     };
     tracing::info!(source = %delivery.key.source, message_id = %delivery.key.message_id, outcome, "interchange received");
-    Ok((outcome, response))
+    let attempt = replayed.then(|| attempt(id, outcome, code));
+    Ok(Answer { outcome, response, attempt })
 }
 
-/// Reads the body up to `limit` bytes (413 beyond), refusing early when Content-Length says so.
-async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    let declared =
-        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > limit) {
-        return Err(ApiError::PayloadTooLarge(limit));
-    }
+/// Reads the body up to `limit` bytes (413 beyond).
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
@@ -247,6 +378,33 @@ async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes, Api
         }
         Err(error) => Err(ApiError::BadRequest(format!("the request body could not be read: {error}"))),
     }
+}
+
+/// Most bytes of a refused request's body read and thrown away, and for how long.
+const DRAIN_BYTES: usize = 64 * 1024 * 1024;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads and discards what the client still sends of a body refused before it was read (lingering
+/// close, as nginx does): a client that writes its whole body before reading the answer (urllib,
+/// requests, Java) then gets the answer instead of a reset connection. Bounded in bytes and time,
+/// and skipped for `Expect: 100-continue`, whose client sends nothing until invited.
+async fn drain(parts: &Parts, body: Body) {
+    let expects_continue =
+        parts.headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects_continue {
+        return;
+    }
+    let discard = async {
+        let mut body = body;
+        let mut read = 0usize;
+        while read < DRAIN_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => read += frame.data_ref().map_or(0, |data| data.len()),
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, discard).await;
 }
 
 /// The acknowledgement is the body when the client accepts EDI (`Accept: application/edi-x12` or

@@ -1,16 +1,103 @@
-//! Abuse limits of this instance: a token bucket per partner (requests per minute) and a cap on
-//! deliveries in flight. Both answer 429 with Retry-After; they are per instance, so N replicas
-//! admit up to N times the configured rates.
+//! Abuse limits of this instance, all answering 429 with Retry-After: a token bucket per proven
+//! partner (requests per minute), a cap on deliveries in flight, a smaller cap on signed requests
+//! whose signature is not verified yet, a bucket of refusals per remote address (an address that
+//! keeps failing is refused before any work), and a budget of buffered request bytes. They are per
+//! instance, so N replicas admit up to N times the configured rates.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Distinct keys a bucket map keeps before it forgets the full (idle) buckets.
+const MAX_BUCKETS: usize = 100_000;
+
+/// The settings of a [`Limiter`].
+#[derive(Clone, Copy, Debug)]
+pub struct Capacities {
+    pub in_flight: usize,
+    pub unproven_in_flight: usize,
+    pub refusals_per_minute: u32,
+    pub buffered_bytes: usize,
+}
+
 pub struct Limiter {
-    buckets: Mutex<HashMap<String, Bucket>>,
+    partners: Buckets<String>,
+    refusals: Buckets<std::net::IpAddr>,
+    refusals_per_minute: u32,
     in_flight: Arc<Semaphore>,
+    unproven: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    buffered_bytes: usize,
+}
+
+/// Reserved buffer bytes, returned when dropped.
+pub struct Reservation {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Limiter {
+    pub fn new(capacities: Capacities) -> Limiter {
+        Limiter {
+            partners: Buckets::default(),
+            refusals: Buckets::default(),
+            refusals_per_minute: capacities.refusals_per_minute,
+            in_flight: Arc::new(Semaphore::new(capacities.in_flight)),
+            unproven: Arc::new(Semaphore::new(capacities.unproven_in_flight)),
+            bytes: Arc::new(Semaphore::new(capacities.buffered_bytes.min(Semaphore::MAX_PERMITS))),
+            buffered_bytes: capacities.buffered_bytes,
+        }
+    }
+
+    /// A slot for one proven delivery, or how long to wait before retrying.
+    pub fn admit(&self) -> Result<OwnedSemaphorePermit, Duration> {
+        Arc::clone(&self.in_flight).try_acquire_owned().map_err(|_| Duration::from_secs(1))
+    }
+
+    /// A slot for a signed request until its signature is checked.
+    pub fn admit_unproven(&self) -> Result<OwnedSemaphorePermit, Duration> {
+        Arc::clone(&self.unproven).try_acquire_owned().map_err(|_| Duration::from_secs(1))
+    }
+
+    /// Takes one request from a proven partner's bucket of `per_minute`.
+    pub fn take(&self, partner: &str, per_minute: u32) -> Result<(), Duration> {
+        self.partners.take(partner.to_owned(), per_minute)
+    }
+
+    /// Counts a refusal of `address`; once its bucket is empty, [`Limiter::refusing`] says so.
+    pub fn refused(&self, address: std::net::IpAddr) {
+        let _ = self.refusals.take(address, self.refusals_per_minute);
+    }
+
+    /// Whether `address` has been refused too often lately: its unproven requests are refused at once.
+    pub fn refusing(&self, address: std::net::IpAddr) -> Result<(), Duration> {
+        self.refusals.check(&address, self.refusals_per_minute)
+    }
+
+    /// Reserves `bytes` of the buffer budget, waiting for others to finish when it is spent. A
+    /// request larger than the whole budget is refused at once.
+    pub async fn reserve(&self, bytes: usize) -> Result<Reservation, Duration> {
+        let permits = u32::try_from(bytes).ok().filter(|_| bytes <= self.buffered_bytes);
+        let Some(permits) = permits else { return Err(Duration::from_secs(1)) };
+        Arc::clone(&self.bytes)
+            .acquire_many_owned(permits)
+            .await
+            .map(|permit| Reservation { _permit: permit })
+            .map_err(|_| Duration::from_secs(1))
+    }
+}
+
+/// Token buckets of `per_minute` tokens, refilled continuously, one per key.
+struct Buckets<K> {
+    buckets: Mutex<HashMap<K, Bucket>>,
+}
+
+impl<K> Default for Buckets<K> {
+    fn default() -> Self {
+        Buckets { buckets: Mutex::new(HashMap::new()) }
+    }
 }
 
 struct Bucket {
@@ -18,32 +105,49 @@ struct Bucket {
     updated: Instant,
 }
 
-impl Limiter {
-    pub fn new(max_in_flight: usize) -> Limiter {
-        Limiter { buckets: Mutex::new(HashMap::new()), in_flight: Arc::new(Semaphore::new(max_in_flight)) }
-    }
-
-    /// A slot for one delivery, or how long to wait before retrying.
-    pub fn admit(&self) -> Result<OwnedSemaphorePermit, Duration> {
-        Arc::clone(&self.in_flight).try_acquire_owned().map_err(|_| Duration::from_secs(1))
-    }
-
-    /// Takes one request from `key`'s bucket of `per_minute`, or says how long until one is there.
-    pub fn take(&self, key: &str, per_minute: u32) -> Result<(), Duration> {
-        let capacity = f64::from(per_minute.max(1));
+impl Bucket {
+    fn refill(&mut self, capacity: f64, now: Instant) {
         let refill_per_second = capacity / 60.0;
+        self.tokens =
+            (self.tokens + now.duration_since(self.updated).as_secs_f64() * refill_per_second).min(capacity);
+        self.updated = now;
+    }
+
+    fn wait(&self, capacity: f64) -> Duration {
+        Duration::from_secs_f64((1.0 - self.tokens) / (capacity / 60.0))
+    }
+}
+
+impl<K: Hash + Eq> Buckets<K> {
+    fn take(&self, key: K, per_minute: u32) -> Result<(), Duration> {
+        let capacity = f64::from(per_minute.max(1));
         let now = Instant::now();
         let Ok(mut buckets) = self.buckets.lock() else { return Ok(()) };
-        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket { tokens: capacity, updated: now });
-        bucket.tokens = (bucket.tokens
-            + now.duration_since(bucket.updated).as_secs_f64() * refill_per_second)
-            .min(capacity);
-        bucket.updated = now;
+        if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(&key) {
+            buckets.retain(|_, bucket| {
+                bucket.refill(capacity, now);
+                bucket.tokens < capacity
+            });
+        }
+        let bucket = buckets.entry(key).or_insert(Bucket { tokens: capacity, updated: now });
+        bucket.refill(capacity, now);
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / refill_per_second))
+            Err(bucket.wait(capacity))
+        }
+    }
+
+    fn check(&self, key: &K, per_minute: u32) -> Result<(), Duration> {
+        let capacity = f64::from(per_minute.max(1));
+        let Ok(mut buckets) = self.buckets.lock() else { return Ok(()) };
+        match buckets.get_mut(key) {
+            Some(bucket) => {
+                bucket.refill(capacity, Instant::now());
+                if bucket.tokens >= 1.0 { Ok(()) } else { Err(bucket.wait(capacity)) }
+            }
+            None => Ok(()),
         }
     }
 }
@@ -52,9 +156,18 @@ impl Limiter {
 mod tests {
     use super::*;
 
+    fn limiter() -> Limiter {
+        Limiter::new(Capacities {
+            in_flight: 1,
+            unproven_in_flight: 1,
+            refusals_per_minute: 2,
+            buffered_bytes: 100,
+        })
+    }
+
     #[test]
     fn buckets_refuse_beyond_the_rate_and_are_per_partner() {
-        let limiter = Limiter::new(1);
+        let limiter = limiter();
         for _ in 0..3 {
             assert!(limiter.take("a", 3).is_ok());
         }
@@ -65,5 +178,27 @@ mod tests {
         assert!(limiter.admit().is_err());
         drop(permit);
         assert!(limiter.admit().is_ok());
+    }
+
+    #[test]
+    fn an_address_is_refused_after_repeated_refusals() {
+        let limiter = limiter();
+        let address = "192.0.2.7".parse().unwrap();
+        assert!(limiter.refusing(address).is_ok());
+        limiter.refused(address);
+        limiter.refused(address);
+        assert!(limiter.refusing(address).is_err());
+        assert!(limiter.refusing("192.0.2.8".parse().unwrap()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_byte_budget_bounds_what_is_buffered() {
+        let limiter = limiter();
+        let first = limiter.reserve(60).await.unwrap();
+        assert!(limiter.reserve(101).await.is_err(), "larger than the whole budget");
+        let waiting = tokio::time::timeout(Duration::from_millis(50), limiter.reserve(60)).await;
+        assert!(waiting.is_err(), "the second reservation waits while the first holds the budget");
+        drop(first);
+        assert!(limiter.reserve(60).await.is_ok());
     }
 }

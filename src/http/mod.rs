@@ -3,6 +3,7 @@
 
 mod admin;
 mod auth;
+mod connection;
 mod health;
 pub mod interchanges;
 mod invoices;
@@ -37,6 +38,7 @@ use uuid::Uuid;
 
 use crate::config::ServerConfig;
 use crate::store::Store;
+pub use connection::ConnectionLimits;
 use problem::ApiError;
 
 /// Shared state of every handler.
@@ -65,7 +67,12 @@ impl ApiContext {
             partner_auth,
             admin_token: server.admin_token.clone().filter(|token| !token.is_empty()),
             rate_limit: server.rate_limit,
-            limiter: Arc::new(limits::Limiter::new(server.max_in_flight)),
+            limiter: Arc::new(limits::Limiter::new(limits::Capacities {
+                in_flight: server.max_in_flight,
+                unproven_in_flight: server.max_unproven_in_flight,
+                refusals_per_minute: server.refusals_per_minute,
+                buffered_bytes: server.buffer_bytes,
+            })),
             metrics: Arc::default(),
             parse_limits: crate::edi::Limits {
                 max_segments: server.max_segments,
@@ -126,7 +133,24 @@ pub fn router(ctx: ApiContext) -> Router {
             tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
         }))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(middleware::from_fn(client_request_id))
         .with_state(ctx)
+}
+
+/// Longest `X-Request-Id` a client may choose; a longer or odd one is replaced by the server's own.
+const MAX_REQUEST_ID: usize = 64;
+
+/// Keeps a client's `X-Request-Id` only when it is a short token (letters, digits, `-_.:`), so that
+/// what is logged, echoed and audited under it stays small and plain.
+async fn client_request_id(mut request: Request, next: Next) -> Response {
+    let token = |id: &[u8]| {
+        (1..=MAX_REQUEST_ID).contains(&id.len())
+            && id.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+    };
+    if request.headers().get(REQUEST_ID).is_some_and(|id| !token(id.as_bytes())) {
+        request.headers_mut().remove(REQUEST_ID);
+    }
+    next.run(request).await
 }
 
 /// Answers 503 `unavailable` when a request takes longer than `limit`. Dropping the handler cannot
@@ -138,18 +162,21 @@ async fn time_limit(limit: Duration, request: Request, next: Next) -> Response {
     }
 }
 
-/// Serves until `shutdown` resolves, then finishes the requests in flight. A client that does not
-/// send its request headers within `header_timeout` is disconnected (slow-loris protection); the
-/// body is bounded by the request timeout.
+/// Serves until `shutdown` resolves, then finishes the requests in flight. At most
+/// `limits.max_connections` are open at once (more are closed on accept); a connection that sends
+/// no byte within the first-byte timeout, or no request headers within it (slow loris), or stays
+/// silent for the idle timeout, is closed. The body is bounded by the request timeout.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
-    header_timeout: Duration,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.first_byte);
+    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
+    let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     tokio::pin!(shutdown);
     loop {
         let (stream, remote) = tokio::select! {
@@ -164,13 +191,22 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            tracing::warn!(%remote, max = limits.max_connections, "too many open connections: closed");
+            continue;
+        };
         let service =
             TowerToHyperService::new(app.clone().layer(AddExtensionLayer::new(ConnectInfo(remote))));
-        let connection = graceful
-            .watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned());
+        let activity = connection::Activity::new();
+        let io = TokioIo::new(connection::Watched::new(stream, Arc::clone(&activity)));
+        let connection = graceful.watch(builder.serve_connection_with_upgrades(io, service).into_owned());
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, %remote, "connection ended with an error");
+            let _permit = permit;
+            tokio::select! {
+                ended = connection => if let Err(error) = ended {
+                    tracing::debug!(%error, %remote, "connection ended with an error");
+                },
+                () = activity.silent(limits) => tracing::debug!(%remote, "silent connection closed"),
             }
         });
     }

@@ -50,7 +50,7 @@ pub fn key(envelope: &Envelope) -> IdempotencyKey {
 }
 
 /// A document ready to be stored, with the ids it will be stored under.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct StoredDocument {
     pub id: Uuid,
     pub invoice_id: Option<Uuid>,
@@ -58,7 +58,7 @@ pub struct StoredDocument {
 }
 
 /// Everything one POST wants written, decided before the transaction so that the store only writes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Delivery {
     pub id: Uuid,
     pub key: IdempotencyKey,

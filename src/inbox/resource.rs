@@ -10,7 +10,7 @@ use super::Status;
 use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
 pub struct IdempotencyKey {
     /// `{standard}:{sender qualifier}:{sender id}`.
     #[schema(example = "x12:ZZ:ACMESUPPLY")]
@@ -82,9 +82,11 @@ pub struct InterchangeSummary {
     #[schema(example = "000001142")]
     pub control_number: String,
     pub received_at: DateTime<Utc>,
-    /// How many times this interchange was delivered (first delivery, replays, conflicting resends).
-    pub deliveries: i32,
-    pub last_delivery_at: DateTime<Utc>,
+    /// How many times this key was delivered (first delivery, replays, conflicting resends) within
+    /// the retention period, from the audit trail (replays are audited within a second).
+    pub deliveries: i64,
+    /// The latest of those deliveries.
+    pub last_delivery_at: Option<DateTime<Utc>>,
 }
 
 /// One page of interchanges; pass `next_cursor` as `cursor` to get the next one.

@@ -4,7 +4,10 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{IssuedSecret, NewPartner, Partner, api_key_hash, new_api_key, new_webhook_secret};
+use super::{
+    CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
+    new_webhook_secret,
+};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -21,9 +24,6 @@ pub enum AdminError {
     Store(#[from] StoreError),
 }
 
-/// The kinds of credential a partner can hold.
-pub const KINDS: [&str; 2] = ["api_key", "webhook_secret"];
-
 /// Registers a partner with a first API key and signing secret, returned once.
 pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<IssuedSecret>), AdminError> {
     new.validate().map_err(AdminError::Invalid)?;
@@ -35,25 +35,33 @@ pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<I
     }
     let partner = store.partner(&new.id).await?.ok_or_else(|| AdminError::NoPartner(new.id.clone()))?;
     let issued = vec![
-        IssuedSecret { credential_id: key_id, kind: "api_key".into(), secret: key },
-        IssuedSecret { credential_id: secret_id, kind: "webhook_secret".into(), secret },
+        IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
+        IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },
     ];
     Ok((partner, issued))
 }
 
 /// Issues an additional credential of `kind`; the existing ones stay valid until revoked.
-pub async fn rotate(store: &Store, partner_id: &str, kind: &str) -> Result<IssuedSecret, AdminError> {
-    if !KINDS.contains(&kind) {
-        return Err(AdminError::Invalid(format!(
-            "credential kind must be api_key or webhook_secret, not {kind:?}"
-        )));
-    }
+pub async fn rotate(
+    store: &Store,
+    partner_id: &str,
+    kind: CredentialKind,
+) -> Result<IssuedSecret, AdminError> {
     store.partner(partner_id).await?.ok_or_else(|| AdminError::NoPartner(partner_id.to_owned()))?;
     let id = Uuid::now_v7();
-    let secret = if kind == "api_key" { new_api_key() } else { new_webhook_secret() };
-    let stored = if kind == "api_key" { api_key_hash(&secret) } else { secret.clone() };
+    let (secret, stored) = match kind {
+        CredentialKind::ApiKey => {
+            let key = new_api_key();
+            let hash = api_key_hash(&key);
+            (key, hash)
+        }
+        CredentialKind::WebhookSecret => {
+            let secret = new_webhook_secret();
+            (secret.clone(), secret)
+        }
+    };
     store.add_credential(partner_id, kind, (id, &stored), Utc::now()).await?;
-    Ok(IssuedSecret { credential_id: id, kind: kind.to_owned(), secret })
+    Ok(IssuedSecret { credential_id: id, kind, secret })
 }
 
 pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid) -> Result<(), AdminError> {
@@ -64,8 +72,11 @@ pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid) -> Result
     }
 }
 
-/// `active` or `suspended`.
-pub async fn set_status(store: &Store, partner_id: &str, status: &str) -> Result<Partner, AdminError> {
+pub async fn set_status(
+    store: &Store,
+    partner_id: &str,
+    status: PartnerStatus,
+) -> Result<Partner, AdminError> {
     if !store.set_partner_status(partner_id, status).await? {
         return Err(AdminError::NoPartner(partner_id.to_owned()));
     }

@@ -3,7 +3,84 @@
 //! runs the registry operations over the store.
 
 pub mod admin;
+pub mod directory;
 pub mod webhooks;
+
+/// An enum stored and sent as one lowercase word: parsed once, where it is read, never compared
+/// as a string afterwards.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema, clap::ValueEnum)]
+        #[serde(rename_all = "snake_case")]
+        #[value(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+
+            fn try_from(text: String) -> Result<$name, String> {
+                $name::parse(&text).ok_or_else(|| format!("{text:?} is not a {}", stringify!($name)))
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Whether a partner's requests are accepted.
+    PartnerStatus {
+        Active = "active",
+        /// Its requests get 403 (after they prove to be its).
+        Suspended = "suspended",
+    }
+}
+
+text_enum! {
+    /// How strictly a partner's interchanges are validated.
+    Validation {
+        /// Every rule.
+        Strict = "strict",
+        /// Bytes outside the charset read as ISO-8859-1; repeated group and document control numbers accepted.
+        Lenient = "lenient",
+    }
+}
+
+text_enum! {
+    /// What a reused control number with other content means for a partner.
+    ConflictPolicy {
+        /// A 409 conflict.
+        Reject = "reject",
+        /// The content decides: it is recorded under `{control number}#{fingerprint prefix}`.
+        Process = "process",
+    }
+}
+
+text_enum! {
+    /// The kinds of credential a partner can hold.
+    CredentialKind {
+        /// Sent as `Authorization: Bearer …`; stored as its SHA-256.
+        ApiKey = "api_key",
+        /// A Standard Webhooks signing secret (`whsec_…`).
+        WebhookSecret = "webhook_secret",
+    }
+}
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -20,9 +97,8 @@ pub struct Partner {
     pub id: String,
     #[schema(example = "ACME Supply Co")]
     pub name: String,
-    /// `active` or `suspended` (a suspended partner's requests get 403).
-    #[schema(example = "active")]
-    pub status: String,
+    /// A suspended partner's requests get 403.
+    pub status: PartnerStatus,
     /// EDI identities it may send as: `{standard}:{qualifier}:{id}`, e.g. `x12:ZZ:ACMESUPPLY`.
     pub senders: Vec<String>,
     /// Our identities it may send to; empty means any.
@@ -31,12 +107,8 @@ pub struct Partner {
     pub max_body_bytes: Option<i64>,
     /// Requests per minute it may make; the server default when absent.
     pub requests_per_minute: Option<i32>,
-    /// `strict` (every rule) or `lenient` (bytes outside the charset read as ISO-8859-1, repeated
-    /// group and document control numbers accepted).
-    pub validation: String,
-    /// `reject` (a reused control number with other content is a 409) or `process` (the content
-    /// decides: it is recorded under `{control number}#{fingerprint prefix}`).
-    pub conflict_policy: String,
+    pub validation: Validation,
+    pub conflict_policy: ConflictPolicy,
     pub created_at: DateTime<Utc>,
     pub credentials: Vec<Credential>,
 }
@@ -45,8 +117,8 @@ pub struct Partner {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
 pub struct Credential {
     pub id: Uuid,
-    /// `api_key` or `webhook_secret`.
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: CredentialKind,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
 }
@@ -55,14 +127,14 @@ pub struct Credential {
 #[derive(Clone, Debug, Deserialize, ToSchema, clap::Args)]
 pub struct NewPartner {
     /// Partner id, e.g. `acme` (letters, digits, `-`, `_`, `.`).
-    #[schema(example = "acme")]
+    #[schema(example = "acme", min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")]
     pub id: String,
     #[arg(long)]
-    #[schema(example = "ACME Supply Co")]
+    #[schema(example = "ACME Supply Co", min_length = 1)]
     pub name: String,
     /// An EDI identity it sends as, `x12:QUALIFIER:ID` or `edifact:QUALIFIER:ID` (repeatable).
     #[arg(long = "sender", required = true)]
-    #[schema(example = json!(["x12:ZZ:ACMESUPPLY"]))]
+    #[schema(example = json!(["x12:ZZ:ACMESUPPLY"]), min_items = 1)]
     pub senders: Vec<String>,
     /// One of our identities it may send to (repeatable; none means any).
     #[serde(default)]
@@ -75,26 +147,24 @@ pub struct NewPartner {
     /// Requests per minute it may make (default: the server's limit).
     #[arg(long)]
     pub requests_per_minute: Option<i32>,
-    /// `strict`, or `lenient`: bytes outside the charset read as ISO-8859-1, repeated group and
-    /// document control numbers accepted.
+    /// `strict` (the default), or `lenient`: bytes outside the charset read as ISO-8859-1, repeated
+    /// group and document control numbers accepted.
     #[serde(default = "strict")]
-    #[arg(long, default_value = "strict")]
-    #[schema(example = "strict")]
-    pub validation: String,
-    /// `reject` (409 for a reused control number with other content) or `process` (recorded under
-    /// `{control number}#{fingerprint prefix}`).
+    #[arg(long, value_enum, default_value_t = Validation::Strict)]
+    pub validation: Validation,
+    /// `reject` (the default: 409 for a reused control number with other content) or `process`
+    /// (recorded under `{control number}#{fingerprint prefix}`).
     #[serde(default = "reject")]
-    #[arg(long, default_value = "reject")]
-    #[schema(example = "reject")]
-    pub conflict_policy: String,
+    #[arg(long, value_enum, default_value_t = ConflictPolicy::Reject)]
+    pub conflict_policy: ConflictPolicy,
 }
 
-fn strict() -> String {
-    "strict".into()
+fn strict() -> Validation {
+    Validation::Strict
 }
 
-fn reject() -> String {
-    "reject".into()
+fn reject() -> ConflictPolicy {
+    ConflictPolicy::Reject
 }
 
 impl NewPartner {
@@ -112,11 +182,8 @@ impl NewPartner {
         for identity in self.senders.iter().chain(&self.receivers) {
             parse_identity(identity)?;
         }
-        if !matches!(self.validation.as_str(), "strict" | "lenient") {
-            return Err(format!("validation must be strict or lenient, not {:?}", self.validation));
-        }
-        if !matches!(self.conflict_policy.as_str(), "reject" | "process") {
-            return Err(format!("conflict_policy must be reject or process, not {:?}", self.conflict_policy));
+        if self.name.is_empty() {
+            return Err("a partner needs a name".into());
         }
         Ok(())
     }
@@ -135,8 +202,7 @@ pub fn parse_identity(identity: &str) -> Result<(), String> {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct IssuedSecret {
     pub credential_id: Uuid,
-    /// `api_key` or `webhook_secret`.
-    pub kind: String,
+    pub kind: CredentialKind,
     /// The API key (send as `Authorization: Bearer …`) or the `whsec_…` signing secret.
     pub secret: String,
 }
@@ -190,13 +256,19 @@ mod tests {
             conflict_policy: reject(),
         };
         assert_eq!(partner.validate(), Ok(()));
-        partner.validation = "loose".into();
-        assert!(partner.validate().is_err());
-        partner.validation = strict();
         partner.senders.push("as2:ACME".into());
         assert!(partner.validate().is_err());
         partner.senders.pop();
         partner.id = "a b".into();
         assert!(partner.validate().is_err());
+    }
+
+    #[test]
+    fn policies_parse_once_from_their_words() {
+        assert_eq!(Validation::parse("lenient"), Some(Validation::Lenient));
+        assert_eq!(Validation::parse("loose"), None);
+        assert_eq!(CredentialKind::try_from("api_key".to_owned()), Ok(CredentialKind::ApiKey));
+        assert_eq!(serde_json::to_string(&ConflictPolicy::Process).unwrap(), "\"process\"");
+        assert!(serde_json::from_str::<PartnerStatus>("\"gone\"").is_err());
     }
 }

@@ -2,13 +2,23 @@
 //! replicas) or SQLite (embedded default). Writes are backend-specific to use each engine's fastest
 //! race-free claim; reads share their SQL text, which both engines understand.
 
-/// Runs the same code against whichever pool the store holds; the SQL must suit both engines.
+/// Runs the same code against whichever pool a [`Db`] holds; the SQL must suit both engines.
+macro_rules! on_db {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::store::Db::Postgres($pool) => $body,
+            $crate::store::Db::Sqlite(sqlite) => {
+                let $pool = &sqlite.pool;
+                $body
+            }
+        }
+    };
+}
+
+/// [`on_db!`] on a store's database.
 macro_rules! on_pool {
     ($store:expr, $pool:ident => $body:expr) => {
-        match $store {
-            Store::Postgres($pool) => $body,
-            Store::Sqlite($pool) => $body,
-        }
+        on_db!(&$store.db, $pool => $body)
     };
 }
 
@@ -34,28 +44,83 @@ macro_rules! bind_inbox_row {
     };
 }
 
+/// Binds the nine values of the audit row a first delivery writes with itself.
+macro_rules! bind_audit_row {
+    ($query:expr, $d:expr, $audit:expr) => {
+        $query
+            .bind(::uuid::Uuid::now_v7())
+            .bind(&$audit.facts.partner_id)
+            .bind($crate::store::first_outcome($d))
+            .bind(i32::from($audit.status))
+            .bind(&$audit.facts.request_id)
+            .bind(&$audit.facts.remote_addr)
+            .bind(&$audit.facts.user_agent)
+            .bind(&$audit.facts.content_type)
+            .bind($audit.facts.body_bytes)
+    };
+}
+
+mod audit;
 mod partners;
 mod postgres;
+mod replays;
 mod sqlite;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
-use sqlx::{PgPool, SqlitePool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
 use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, InvoiceResource};
-use crate::inbox::{Delivery, Outcome};
-pub use partners::{AttemptFacts, DeliveryAttempt};
+use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
+pub use audit::{Attempt, AttemptFacts};
+pub use partners::DeliveryAttempt;
 
-/// A connection pool to one of the two supported databases.
-#[derive(Clone, Debug)]
-pub enum Store {
+/// One of the two supported databases, with what every clone of the store shares: the cache of
+/// processed outcomes, the audit queue and the partner directory.
+#[derive(Clone)]
+pub struct Store {
+    db: Db,
+    shared: Arc<Shared>,
+}
+
+#[derive(Clone)]
+enum Db {
     Postgres(PgPool),
-    Sqlite(SqlitePool),
+    Sqlite(sqlite::Sqlite),
+}
+
+impl Db {
+    fn is_closed(&self) -> bool {
+        on_db!(self, pool => pool.is_closed())
+    }
+}
+
+struct Shared {
+    replays: replays::ReplayCache,
+    audit: audit::AuditQueue,
+    directory: partners::DirectoryCache,
+}
+
+/// The audit row of a first delivery, written by the statement that records it: the request's facts
+/// and the status it is answered with.
+#[derive(Clone, Debug)]
+pub struct FirstAttempt {
+    pub facts: AttemptFacts,
+    pub status: u16,
+}
+
+/// The audit trail's name for a first delivery.
+fn first_outcome(delivery: &Delivery) -> &'static str {
+    match delivery.status {
+        Status::Processed => "recorded",
+        Status::Rejected => "rejected",
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,12 +169,17 @@ fn is_transient(error: &sqlx::Error) -> bool {
     }
 }
 
-/// Pool settings.
+/// Pool and cache settings.
 #[derive(Clone, Debug)]
-pub struct PoolOptions {
+pub struct StoreOptions {
     pub max_connections: u32,
     /// How long a request waits for a connection before the store reports itself unavailable.
     pub acquire_timeout: Duration,
+    /// Bytes of processed outcomes kept in memory to answer resends without the database.
+    pub replay_cache_bytes: usize,
+    /// How long the in-memory partner directory is used before it is read again (changes made
+    /// through this instance apply at once).
+    pub partner_cache_ttl: Duration,
 }
 
 /// A stored interchange row, as `GET /v1/interchanges/{id}` needs it.
@@ -151,49 +221,101 @@ pub struct InvoiceFilter {
 }
 
 impl Store {
-    /// Connects to `postgres://…` or `sqlite://…` (the SQLite file is created when missing).
-    pub async fn connect(url: &str, options: &PoolOptions) -> Result<Store, StoreError> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(Store::Postgres(postgres::connect(url, options).await?))
+    /// Connects to `postgres://…` or `sqlite://…` (the SQLite file is created when missing) and
+    /// starts the background audit writer (and, on SQLite, the group-commit writer).
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+        let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Db::Postgres(postgres::connect(url, options).await?)
         } else if url.starts_with("sqlite:") {
-            Ok(Store::Sqlite(sqlite::connect(url, options).await?))
+            Db::Sqlite(sqlite::Sqlite::connect(url, options).await?)
         } else {
-            Err(StoreError::UnsupportedUrl(url.to_owned()))
-        }
+            return Err(StoreError::UnsupportedUrl(redacted(url)));
+        };
+        let shared = Arc::new(Shared {
+            replays: replays::ReplayCache::new(options.replay_cache_bytes),
+            audit: audit::AuditQueue::default(),
+            directory: partners::DirectoryCache::new(options.partner_cache_ttl),
+        });
+        tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
+        Ok(Store { db, shared })
     }
 
     /// Applies the migrations of this backend that are not applied yet.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        match self {
-            Store::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
-            Store::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+        match &self.db {
+            Db::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+            Db::Sqlite(sqlite) => sqlx::migrate!("migrations/sqlite").run(&sqlite.pool).await?,
         }
         Ok(())
     }
 
     pub fn backend(&self) -> &'static str {
-        match self {
-            Store::Postgres(_) => "postgres",
-            Store::Sqlite(_) => "sqlite",
+        match self.db {
+            Db::Postgres(_) => "postgres",
+            Db::Sqlite(_) => "sqlite",
         }
     }
 
-    /// Records a delivery exactly once: claims its key and writes its documents, invoices and
-    /// response in one transaction, or reports the earlier delivery that holds the key.
-    pub async fn record(&self, delivery: &Delivery) -> Result<Outcome, StoreError> {
-        match self {
-            Store::Postgres(pool) => postgres::record(pool, delivery).await,
-            Store::Sqlite(pool) => sqlite::record(pool, delivery).await,
+    /// Records a delivery exactly once: claims its key and writes its documents, invoices, response
+    /// and `first` audit row in one transaction, or reports the earlier delivery that holds the key.
+    /// A resend of a processed interchange is answered from memory when it is cached.
+    pub async fn record(
+        &self,
+        delivery: &Arc<Delivery>,
+        first: &FirstAttempt,
+    ) -> Result<Outcome, StoreError> {
+        if let Some(cached) = self.shared.replays.get(&delivery.key) {
+            let claim = Claim {
+                id: cached.id,
+                fresh: false,
+                status: Status::Processed.as_str().to_owned(),
+                payload_sha256: cached.fingerprint,
+                response_body: Some(cached.response),
+                ack_control_number: None,
+            };
+            if let Next::Done(outcome) = decide(claim, delivery) {
+                return Ok(outcome);
+            }
         }
+        let outcome = match &self.db {
+            Db::Postgres(pool) => postgres::record(pool, delivery, first).await?,
+            Db::Sqlite(sqlite) => sqlite.record(Arc::clone(delivery), first.clone()).await?,
+        };
+        let processed = |id: Uuid, response: &str| replays::Processed {
+            id,
+            fingerprint: delivery.fingerprint.clone(),
+            response: response.to_owned(),
+        };
+        match &outcome {
+            Outcome::Recorded { .. } if delivery.status == Status::Processed => {
+                self.shared.replays.insert(&delivery.key, processed(delivery.id, &delivery.response));
+            }
+            Outcome::Replayed { id, status: Status::Processed, body } => {
+                self.shared.replays.insert(&delivery.key, processed(*id, body));
+            }
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Queues the audit row of a replay or conflicting resend (written in the background).
+    pub fn audit(&self, attempt: Attempt) {
+        self.shared.audit.attempt(attempt);
+    }
+
+    /// Counts a refused request (no credential, wrong sender, too large, …) under its remote
+    /// address, partner, outcome and minute.
+    pub fn refused(&self, outcome: &'static str, status: u16, facts: &AttemptFacts, at: DateTime<Utc>) {
+        self.shared.audit.refusal(outcome, status, facts, at);
     }
 
     /// Readiness: the database answers and every migration is applied.
     pub async fn ready(&self) -> Result<bool, StoreError> {
         const SQL: &str = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
         let applied: i64 = on_pool!(self, pool => sqlx::query_scalar(SQL).fetch_one(pool).await?);
-        let known = match self {
-            Store::Postgres(_) => sqlx::migrate!("migrations/postgres").iter().count(),
-            Store::Sqlite(_) => sqlx::migrate!("migrations/sqlite").iter().count(),
+        let known = match self.db {
+            Db::Postgres(_) => sqlx::migrate!("migrations/postgres").iter().count(),
+            Db::Sqlite(_) => sqlx::migrate!("migrations/sqlite").iter().count(),
         };
         Ok(usize::try_from(applied).is_ok_and(|applied| applied >= known))
     }
@@ -214,8 +336,12 @@ impl Store {
 
     /// Newest first, keyset-paginated on the time-ordered id.
     pub async fn interchanges(&self, filter: &InterchangeFilter) -> Result<InterchangePage, StoreError> {
-        const SQL: &str = "SELECT id, status, standard, sender_id, control_number, received_at, deliveries, \
-            last_delivery_at FROM inbox \
+        const SQL: &str = "SELECT id, status, standard, sender_id, control_number, received_at, \
+            (SELECT COUNT(*) FROM deliveries d WHERE d.source = inbox.source AND d.message_id = inbox.message_id) \
+                AS deliveries, \
+            (SELECT MAX(d.received_at) FROM deliveries d WHERE d.source = inbox.source \
+                AND d.message_id = inbox.message_id) AS last_delivery_at \
+            FROM inbox \
             WHERE ($1 IS NULL OR sender_id = $1) AND ($2 IS NULL OR control_number = $2) \
             AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR id < $4) \
             ORDER BY id DESC LIMIT $5";
@@ -245,69 +371,82 @@ impl Store {
         Ok(InvoicePage { items, next_cursor })
     }
 
+    /// The requested page of invoices with their lines, read by one statement (one snapshot: an
+    /// invoice committing meanwhile cannot shift the lines of another).
     async fn load_invoices(
         &self,
         filter: &InvoiceFilter,
         id: Option<Uuid>,
     ) -> Result<Vec<InvoiceResource>, StoreError> {
-        /// The ids of the requested page; `$1`–`$5` are bound below.
-        macro_rules! page {
-            () => {
-                "SELECT id FROM invoices \
+        const SQL: &str = "SELECT i.id, i.inbox_id, i.document_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
+            i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
+            CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
+            i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
+            l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
+            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount \
+            FROM (SELECT * FROM invoices \
                 WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR inbox_id = $2) AND ($3 IS NULL OR number = $3) \
-                AND ($4 IS NULL OR id < $4) ORDER BY id DESC LIMIT $5"
-            };
-        }
-        const INVOICES: &str = concat!(
-            "SELECT id, inbox_id, document_id, number, CAST(issue_date AS TEXT) AS issue_date, purchase_order, currency, \
-            CAST(total AS TEXT) AS total, CAST(tax_total AS TEXT) AS tax_total, \
-            CAST(tax_rate AS TEXT) AS tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, \
-            buyer_qualifier, buyer_id, CAST(allowances_charges AS TEXT) AS allowances_charges \
-            FROM invoices WHERE id IN (",
-            page!(),
-            ") ORDER BY id DESC"
-        );
-        const LINES: &str = concat!(
-            "SELECT invoice_id, line_number, CAST(quantity AS TEXT) AS quantity, unit, \
-            CAST(unit_price AS TEXT) AS unit_price, product_id, description, CAST(amount AS TEXT) AS amount \
-            FROM invoice_lines WHERE invoice_id IN (",
-            page!(),
-            ") ORDER BY invoice_id DESC, line_number"
-        );
+                AND ($4 IS NULL OR id < $4) ORDER BY id DESC LIMIT $5) AS i \
+            LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
+            ORDER BY i.id DESC, l.line_number";
         let limit = i64::from(filter.limit);
-        let (invoices, lines): (Vec<InvoiceRow>, Vec<LineRow>) = on_pool!(self, pool => {
-            let invoices = sqlx::query_as(INVOICES)
-                .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
-                .fetch_all(pool).await?;
-            let lines = sqlx::query_as(LINES)
-                .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
-                .fetch_all(pool).await?;
-            (invoices, lines)
-        });
-        let mut lines = lines.into_iter().peekable();
-        invoices
-            .into_iter()
-            .map(|row| {
-                let mut invoice_lines = Vec::new();
-                while let Some(line) = lines.next_if(|line| line.invoice_id == row.id) {
-                    invoice_lines.push(line.into_line()?);
-                }
-                row.into_resource(invoice_lines)
-            })
-            .collect()
+        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(SQL)
+            .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
+            .fetch_all(pool).await?);
+        let mut invoices: Vec<InvoiceResource> = Vec::new();
+        for row in rows {
+            let line = row.line.into_line()?;
+            match invoices.last_mut() {
+                Some(last) if last.id == row.invoice.id => last.invoice.lines.extend(line),
+                _ => invoices.push(row.invoice.into_resource(line.into_iter().collect())?),
+            }
+        }
+        Ok(invoices)
     }
 
-    /// Drops the stored payload of interchanges received before `before`; keys, fingerprints and
-    /// outcomes stay so that late resends are still recognised. Returns how many bodies were purged.
-    pub async fn purge_payloads(&self, before: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64, StoreError> {
-        const SQL: &str = "UPDATE inbox SET payload = NULL, payload_purged_at = $2 \
+    /// Drops what the retention policy says goes after `before`: stored payloads (keys, fingerprints
+    /// and outcomes stay so that late resends are still recognised), audited attempts and refusal
+    /// counts.
+    pub async fn purge(&self, before: DateTime<Utc>, now: DateTime<Utc>) -> Result<Purged, StoreError> {
+        const PAYLOADS: &str = "UPDATE inbox SET payload = NULL, payload_purged_at = $2 \
             WHERE payload IS NOT NULL AND received_at < $1";
-        let done = on_pool!(self, pool => sqlx::query(SQL).bind(before).bind(now).execute(pool).await?.rows_affected());
-        Ok(done)
+        const ATTEMPTS: &str = "DELETE FROM deliveries WHERE received_at < $1";
+        const REFUSALS: &str = "DELETE FROM refusals WHERE minute < $1";
+        Ok(on_pool!(self, pool => Purged {
+            payloads: sqlx::query(PAYLOADS).bind(before).bind(now).execute(pool).await?.rows_affected(),
+            attempts: sqlx::query(ATTEMPTS).bind(before).execute(pool).await?.rows_affected(),
+            refusals: sqlx::query(REFUSALS).bind(before).execute(pool).await?.rows_affected(),
+        }))
     }
 
+    /// Writes the queued audit records, then closes the pool.
     pub async fn close(&self) {
+        if let Err(error) = audit::flush(&self.db, &self.shared.audit).await {
+            tracing::warn!(%error, "the last audit records could not be written");
+        }
         on_pool!(self, pool => pool.close().await);
+    }
+}
+
+/// What a purge dropped.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    pub payloads: u64,
+    pub attempts: u64,
+    pub refusals: u64,
+}
+
+/// A database URL fit for messages: without its password.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -339,8 +478,7 @@ struct InvoiceRow {
     allowances_charges: String,
 }
 
-/// An `invoice_lines` row as written and read.
-#[derive(sqlx::FromRow)]
+/// An `invoice_lines` row as written.
 struct LineRow {
     invoice_id: Uuid,
     line_number: i32,
@@ -385,17 +523,42 @@ impl InvoiceRow {
     }
 }
 
-impl LineRow {
-    fn into_line(self) -> Result<InvoiceLine, StoreError> {
-        Ok(InvoiceLine {
-            number: u32::try_from(self.line_number).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            quantity: decimal(&self.quantity)?,
+/// An invoice with one of its lines, as the invoice listing reads them (no line: an invoice without
+/// lines, which the LEFT JOIN still returns).
+#[derive(sqlx::FromRow)]
+struct InvoiceLineRow {
+    #[sqlx(flatten)]
+    invoice: InvoiceRow,
+    #[sqlx(flatten)]
+    line: JoinedLine,
+}
+
+#[derive(sqlx::FromRow)]
+struct JoinedLine {
+    line_number: Option<i32>,
+    quantity: Option<String>,
+    unit: Option<String>,
+    unit_price: Option<String>,
+    product_id: Option<String>,
+    description: Option<String>,
+    amount: Option<String>,
+}
+
+impl JoinedLine {
+    fn into_line(self) -> Result<Option<InvoiceLine>, StoreError> {
+        let (Some(number), Some(quantity), Some(amount)) = (self.line_number, self.quantity, self.amount)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(InvoiceLine {
+            number: u32::try_from(number).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            quantity: decimal(&quantity)?,
             unit: self.unit,
             unit_price: self.unit_price.as_deref().map(decimal).transpose()?,
             product_id: self.product_id,
             description: self.description,
-            amount: decimal(&self.amount)?,
-        })
+            amount: decimal(&amount)?,
+        }))
     }
 }
 

@@ -1,18 +1,26 @@
 //! The partner registry, credentials and the delivery audit trail. The SQL is shared by both engines.
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::partners::{Credential, NewPartner, Partner};
+use crate::partners::directory::{ActiveCredential, Directory};
+use crate::partners::{
+    ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, Validation,
+};
 
-/// One delivery attempt, as audited.
+/// One delivery attempt of an interchange's key, as audited.
 #[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct DeliveryAttempt {
     pub id: Uuid,
     pub partner_id: Option<String>,
     /// `recorded`, `replayed`, `conflict`, `rejected`, `malformed`, `unauthenticated`, `forbidden`, …
     pub outcome: String,
+    /// The HTTP status it was answered with.
     pub status: i32,
     pub request_id: Option<String>,
     pub remote_addr: Option<String>,
@@ -22,30 +30,59 @@ pub struct DeliveryAttempt {
     pub received_at: DateTime<Utc>,
 }
 
-/// What the audit trail records of an attempt besides its outcome.
-#[derive(Clone, Debug, Default)]
-pub struct AttemptFacts {
-    pub inbox_id: Option<Uuid>,
-    pub partner_id: Option<String>,
-    pub source: Option<String>,
-    pub message_id: Option<String>,
-    pub request_id: Option<String>,
-    pub remote_addr: Option<String>,
-    pub user_agent: Option<String>,
-    pub content_type: Option<String>,
-    pub body_bytes: i64,
-}
-
 #[derive(sqlx::FromRow)]
 struct PartnerRow {
     id: String,
     name: String,
-    status: String,
+    #[sqlx(try_from = "String")]
+    status: PartnerStatus,
     max_body_bytes: Option<i64>,
     requests_per_minute: Option<i32>,
-    validation: String,
-    conflict_policy: String,
+    #[sqlx(try_from = "String")]
+    validation: Validation,
+    #[sqlx(try_from = "String")]
+    conflict_policy: ConflictPolicy,
     created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct IdentityRow {
+    partner_id: String,
+    role: String,
+    identity: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct CredentialRow {
+    partner_id: String,
+    #[sqlx(flatten)]
+    credential: Credential,
+}
+
+/// The in-memory partner directory and when it was read; reloaded after its time to live, or at
+/// once after a change made through this store.
+pub(super) struct DirectoryCache {
+    ttl: Duration,
+    current: RwLock<Option<(Instant, Arc<Directory>)>>,
+    reload: tokio::sync::Mutex<()>,
+}
+
+impl DirectoryCache {
+    pub(super) fn new(ttl: Duration) -> DirectoryCache {
+        DirectoryCache { ttl, current: RwLock::new(None), reload: tokio::sync::Mutex::new(()) }
+    }
+
+    fn fresh(&self) -> Option<Arc<Directory>> {
+        let current = self.current.read().ok()?;
+        let (loaded, directory) = current.as_ref()?;
+        (loaded.elapsed() < self.ttl).then(|| Arc::clone(directory))
+    }
+
+    fn set(&self, directory: Option<Arc<Directory>>) {
+        if let Ok(mut current) = self.current.write() {
+            *current = directory.map(|directory| (Instant::now(), directory));
+        }
+    }
 }
 
 impl Store {
@@ -66,7 +103,7 @@ impl Store {
                  VALUES ($1, $2, 'active', $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
-            .bind(partner.requests_per_minute).bind(&partner.validation).bind(&partner.conflict_policy).bind(now)
+            .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -83,64 +120,52 @@ impl Store {
                     return Ok(false);
                 }
             }
-            for (kind, (id, value)) in [("api_key", api_key), ("webhook_secret", webhook_secret)] {
+            for (kind, (id, value)) in [(CredentialKind::ApiKey, api_key), (CredentialKind::WebhookSecret, webhook_secret)] {
                 let (hash, secret) = credential_columns(kind, value);
                 sqlx::query(INSERT_CREDENTIAL)
-                    .bind(id).bind(&partner.id).bind(kind).bind(hash).bind(secret).bind(now)
+                    .bind(id).bind(&partner.id).bind(kind.as_str()).bind(hash).bind(secret).bind(now)
                     .execute(&mut *tx).await?;
             }
             tx.commit().await?;
+            self.shared.directory.set(None);
             Ok(true)
         })
     }
 
+    /// Every partner, complete, in three statements whatever their number.
     pub async fn partners(&self) -> Result<Vec<Partner>, StoreError> {
-        const SQL: &str =
-            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            created_at FROM partners ORDER BY id";
-        let rows: Vec<PartnerRow> = on_pool!(self, pool => sqlx::query_as(SQL).fetch_all(pool).await?);
-        let mut partners = Vec::with_capacity(rows.len());
-        for row in rows {
-            partners.push(self.complete(row).await?);
-        }
-        Ok(partners)
+        self.load_partners(None).await
     }
 
     pub async fn partner(&self, id: &str) -> Result<Option<Partner>, StoreError> {
-        const SQL: &str =
-            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            created_at FROM partners WHERE id = $1";
-        let row: Option<PartnerRow> =
-            on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?);
-        match row {
-            Some(row) => Ok(Some(self.complete(row).await?)),
-            None => Ok(None),
+        Ok(self.load_partners(Some(id)).await?.into_iter().next())
+    }
+
+    /// The partner directory that authenticates requests, from memory while it is fresh.
+    pub async fn directory(&self) -> Result<Arc<Directory>, StoreError> {
+        let cache = &self.shared.directory;
+        if let Some(directory) = cache.fresh() {
+            return Ok(directory);
         }
-    }
-
-    /// The active partner holding this API key hash, if the key is not revoked.
-    pub async fn partner_by_api_key(&self, key_sha256: &str) -> Result<Option<Partner>, StoreError> {
-        const SQL: &str = "SELECT partner_id FROM partner_credentials
-            WHERE key_sha256 = $1 AND kind = 'api_key' AND revoked_at IS NULL";
-        let id: Option<String> =
-            on_pool!(self, pool => sqlx::query_scalar(SQL).bind(key_sha256).fetch_optional(pool).await?);
-        match id {
-            Some(id) => self.partner(&id).await,
-            None => Ok(None),
+        let _only_one_reload = cache.reload.lock().await;
+        if let Some(directory) = cache.fresh() {
+            return Ok(directory);
         }
+        const CREDENTIALS: &str = "SELECT partner_id, kind, key_sha256, secret FROM partner_credentials
+            WHERE revoked_at IS NULL";
+        let partners = self.partners().await?;
+        let credentials: Vec<ActiveCredential> =
+            on_pool!(self, pool => sqlx::query_as(CREDENTIALS).fetch_all(pool).await?);
+        let directory = Arc::new(Directory::new(partners, credentials));
+        cache.set(Some(Arc::clone(&directory)));
+        Ok(directory)
     }
 
-    /// The partner's signing secrets that are not revoked.
-    pub async fn webhook_secrets(&self, partner_id: &str) -> Result<Vec<String>, StoreError> {
-        const SQL: &str = "SELECT secret FROM partner_credentials
-            WHERE partner_id = $1 AND kind = 'webhook_secret' AND revoked_at IS NULL AND secret IS NOT NULL";
-        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL).bind(partner_id).fetch_all(pool).await?))
-    }
-
-    /// Sets `active` or `suspended`; false when there is no such partner.
-    pub async fn set_partner_status(&self, id: &str, status: &str) -> Result<bool, StoreError> {
+    /// Suspends or reactivates a partner; false when there is no such partner.
+    pub async fn set_partner_status(&self, id: &str, status: PartnerStatus) -> Result<bool, StoreError> {
         const SQL: &str = "UPDATE partners SET status = $2 WHERE id = $1";
-        let changed = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(status).execute(pool).await?.rows_affected());
+        let changed = on_pool!(self, pool => sqlx::query(SQL).bind(id).bind(status.as_str()).execute(pool).await?.rows_affected());
+        self.shared.directory.set(None);
         Ok(changed > 0)
     }
 
@@ -148,14 +173,15 @@ impl Store {
     pub async fn add_credential(
         &self,
         partner_id: &str,
-        kind: &str,
+        kind: CredentialKind,
         credential: (Uuid, &str),
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let (hash, secret) = credential_columns(kind, credential.1);
         on_pool!(self, pool => sqlx::query(INSERT_CREDENTIAL)
-            .bind(credential.0).bind(partner_id).bind(kind).bind(hash).bind(secret).bind(now)
+            .bind(credential.0).bind(partner_id).bind(kind.as_str()).bind(hash).bind(secret).bind(now)
             .execute(pool).await.map(|_| ())?);
+        self.shared.directory.set(None);
         Ok(())
     }
 
@@ -169,62 +195,65 @@ impl Store {
         const SQL: &str = "UPDATE partner_credentials SET revoked_at = $3
             WHERE partner_id = $1 AND id = $2 AND revoked_at IS NULL";
         let changed = on_pool!(self, pool => sqlx::query(SQL).bind(partner_id).bind(id).bind(now).execute(pool).await?.rows_affected());
+        self.shared.directory.set(None);
         Ok(changed > 0)
     }
 
-    /// Appends one delivery attempt to the audit trail.
-    pub async fn audit(
-        &self,
-        facts: &AttemptFacts,
-        outcome: &str,
-        status: u16,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        const SQL: &str =
-            "INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status,
-                request_id, remote_addr, user_agent, content_type, body_bytes, received_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
-        on_pool!(self, pool => sqlx::query(SQL)
-            .bind(Uuid::now_v7()).bind(facts.inbox_id).bind(&facts.partner_id).bind(&facts.source)
-            .bind(&facts.message_id).bind(outcome).bind(i32::from(status)).bind(&facts.request_id)
-            .bind(&facts.remote_addr).bind(&facts.user_agent).bind(&facts.content_type)
-            .bind(facts.body_bytes).bind(at)
-            .execute(pool).await.map(|_| ())?);
-        Ok(())
-    }
-
-    /// The audited delivery attempts of an interchange, oldest first.
+    /// The audited delivery attempts of an interchange's key, oldest first.
     pub async fn delivery_attempts(&self, inbox_id: Uuid) -> Result<Vec<DeliveryAttempt>, StoreError> {
-        const SQL: &str = "SELECT id, partner_id, outcome, status, request_id, remote_addr, user_agent,
-                content_type, body_bytes, received_at
-            FROM deliveries WHERE inbox_id = $1 ORDER BY received_at, id";
+        const SQL: &str = "SELECT d.id, d.partner_id, d.outcome, d.status, d.request_id, d.remote_addr,
+                d.user_agent, d.content_type, d.body_bytes, d.received_at
+            FROM inbox i JOIN deliveries d ON d.source = i.source AND d.message_id = i.message_id
+            WHERE i.id = $1 ORDER BY d.received_at, d.id";
         Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(inbox_id).fetch_all(pool).await?))
     }
 
-    async fn complete(&self, row: PartnerRow) -> Result<Partner, StoreError> {
-        const IDENTITIES: &str =
-            "SELECT role, identity FROM partner_identities WHERE partner_id = $1 ORDER BY role, identity";
-        const CREDENTIALS: &str = "SELECT id, kind, created_at, revoked_at FROM partner_credentials
-            WHERE partner_id = $1 ORDER BY created_at, id";
-        let (identities, credentials): (Vec<(String, String)>, Vec<Credential>) = on_pool!(self, pool => (
-            sqlx::query_as(IDENTITIES).bind(&row.id).fetch_all(pool).await?,
-            sqlx::query_as(CREDENTIALS).bind(&row.id).fetch_all(pool).await?,
+    /// Partners (all, or the one named) with their identities and credentials.
+    async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
+        const PARTNERS: &str =
+            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
+            created_at FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
+        const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
+            WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
+        const CREDENTIALS: &str =
+            "SELECT partner_id, id, kind, created_at, revoked_at FROM partner_credentials
+            WHERE ($1 IS NULL OR partner_id = $1) ORDER BY created_at, id";
+        let (rows, identities, credentials): (Vec<PartnerRow>, Vec<IdentityRow>, Vec<CredentialRow>) = on_pool!(self, pool => (
+            sqlx::query_as(PARTNERS).bind(id).fetch_all(pool).await?,
+            sqlx::query_as(IDENTITIES).bind(id).fetch_all(pool).await?,
+            sqlx::query_as(CREDENTIALS).bind(id).fetch_all(pool).await?,
         ));
-        let of_role =
-            |role: &str| identities.iter().filter(|(r, _)| r == role).map(|(_, i)| i.clone()).collect();
-        Ok(Partner {
-            senders: of_role("sender"),
-            receivers: of_role("receiver"),
-            id: row.id,
-            name: row.name,
-            status: row.status,
-            max_body_bytes: row.max_body_bytes,
-            requests_per_minute: row.requests_per_minute,
-            validation: row.validation,
-            conflict_policy: row.conflict_policy,
-            created_at: row.created_at,
-            credentials,
-        })
+        let mut partners: Vec<Partner> = rows
+            .into_iter()
+            .map(|row| Partner {
+                id: row.id,
+                name: row.name,
+                status: row.status,
+                senders: Vec::new(),
+                receivers: Vec::new(),
+                max_body_bytes: row.max_body_bytes,
+                requests_per_minute: row.requests_per_minute,
+                validation: row.validation,
+                conflict_policy: row.conflict_policy,
+                created_at: row.created_at,
+                credentials: Vec::new(),
+            })
+            .collect();
+        let index: HashMap<String, usize> =
+            partners.iter().enumerate().map(|(n, partner)| (partner.id.clone(), n)).collect();
+        for row in identities {
+            let Some(&n) = index.get(&row.partner_id) else { continue };
+            match row.role.as_str() {
+                "sender" => partners[n].senders.push(row.identity),
+                _ => partners[n].receivers.push(row.identity),
+            }
+        }
+        for row in credentials {
+            if let Some(&n) = index.get(&row.partner_id) {
+                partners[n].credentials.push(row.credential);
+            }
+        }
+        Ok(partners)
     }
 }
 
@@ -234,6 +263,9 @@ const INSERT_CREDENTIAL: &str =
     VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// The `key_sha256` and `secret` columns of a credential of `kind`.
-fn credential_columns<'v>(kind: &str, value: &'v str) -> (Option<&'v str>, Option<&'v str>) {
-    if kind == "api_key" { (Some(value), None) } else { (None, Some(value)) }
+fn credential_columns(kind: CredentialKind, value: &str) -> (Option<&str>, Option<&str>) {
+    match kind {
+        CredentialKind::ApiKey => (Some(value), None),
+        CredentialKind::WebhookSecret => (None, Some(value)),
+    }
 }

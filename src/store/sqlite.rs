@@ -1,38 +1,121 @@
-//! SQLite writes. `BEGIN IMMEDIATE` takes the database write lock before the claim, so concurrent
-//! deliveries of one key are serialized (WAL keeps readers going meanwhile); the claim upsert, the
-//! documents, invoices and lines, and the stored response then commit together.
+//! SQLite writes. One writer task owns them all and commits the deliveries queued at that moment in
+//! one `BEGIN IMMEDIATE` transaction (group commit): with `synchronous = FULL` an answered delivery
+//! survives power loss, and one fsync serves the whole batch. Each delivery runs in its own SAVEPOINT,
+//! so one that fails fails only itself; every reply goes out after COMMIT. The queue is FIFO, so
+//! waiting is fair. Readers use the rest of the pool concurrently (WAL).
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, SqliteConnection, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
 
-use super::{PoolOptions, StoreError, effect_rows, position};
+use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, position};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
-pub(super) async fn connect(url: &str, options: &PoolOptions) -> Result<SqlitePool, StoreError> {
-    let connect = SqliteConnectOptions::from_str(url)?
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .foreign_keys(true)
-        .busy_timeout(options.acquire_timeout);
-    Ok(SqlitePoolOptions::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
-        .connect_with(connect)
-        .await?)
+/// Deliveries waiting for the writer before senders wait for room.
+const QUEUE: usize = 1024;
+/// Deliveries committed together at most.
+const MAX_BATCH: usize = 128;
+
+/// The pool (for reads) and the queue of the writer task.
+#[derive(Clone)]
+pub(super) struct Sqlite {
+    pub(super) pool: SqlitePool,
+    jobs: mpsc::Sender<Job>,
+}
+
+struct Job {
+    delivery: Arc<Delivery>,
+    first: FirstAttempt,
+    reply: oneshot::Sender<Result<Outcome, StoreError>>,
+}
+
+impl Sqlite {
+    pub(super) async fn connect(url: &str, options: &StoreOptions) -> Result<Sqlite, StoreError> {
+        let connect = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(options.acquire_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await?;
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        tokio::spawn(write_batches(pool.clone(), queue));
+        Ok(Sqlite { pool, jobs })
+    }
+
+    /// Queues a delivery for the writer and waits for its committed outcome.
+    pub(super) async fn record(
+        &self,
+        delivery: Arc<Delivery>,
+        first: FirstAttempt,
+    ) -> Result<Outcome, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || StoreError::Unavailable(sqlx::Error::PoolClosed);
+        self.jobs.send(Job { delivery, first, reply }).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// The writer task: runs until every sender is gone.
+async fn write_batches(pool: SqlitePool, mut queue: mpsc::Receiver<Job>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let outcomes = match commit_batch(&pool, &batch).await {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let failed = || {
+                    StoreError::Unavailable(sqlx::Error::Protocol(format!(
+                        "the group commit failed: {error}"
+                    )))
+                };
+                batch.iter().map(|_| Err(failed())).collect()
+            }
+        };
+        for (job, outcome) in batch.drain(..).zip(outcomes) {
+            // A sender that gave up (timeout) finds its delivery committed when it retries.
+            let _ = job.reply.send(outcome);
+        }
+    }
+}
+
+/// Records every job of the batch in one transaction, each in its own savepoint.
+async fn commit_batch(
+    pool: &SqlitePool,
+    batch: &[Job],
+) -> Result<Vec<Result<Outcome, StoreError>>, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for job in batch {
+        sqlx::query("SAVEPOINT delivery").execute(&mut *tx).await?;
+        let outcome = record_one(&mut tx, &job.delivery, &job.first).await;
+        if outcome.is_err() {
+            sqlx::query("ROLLBACK TO delivery").execute(&mut *tx).await?;
+        }
+        sqlx::query("RELEASE delivery").execute(&mut *tx).await?;
+        outcomes.push(outcome);
+    }
+    tx.commit().await?;
+    Ok(outcomes)
 }
 
 const CLAIM: &str = "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id,
         receiver_qualifier, receiver_id, control_number, payload_sha256, payload, content_type, status,
-        response_body, received_at, processed_at, last_delivery_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $15)
-    ON CONFLICT (source, message_id) DO UPDATE
-        SET deliveries = deliveries + 1, last_delivery_at = excluded.last_delivery_at
-    RETURNING id, deliveries = 1 AS fresh, status, payload_sha256,
-        CASE WHEN deliveries > 1 THEN response_body END AS response_body, NULL AS ack_control_number";
+        response_body, received_at, processed_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+    ON CONFLICT (source, message_id) DO NOTHING
+    RETURNING id, true AS fresh, status, payload_sha256, NULL AS response_body, NULL AS ack_control_number";
+
+const READ: &str =
+    "SELECT id, false AS fresh, status, payload_sha256, response_body, NULL AS ack_control_number
+    FROM inbox WHERE source = $1 AND message_id = $2";
 
 const REPLACE_REJECTED: &str =
     "UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
@@ -41,30 +124,42 @@ const REPLACE_REJECTED: &str =
         payload_purged_at = NULL
     WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $16";
 
-pub(super) async fn record(pool: &SqlitePool, d: &Delivery) -> Result<Outcome, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let claim: Claim = bind_inbox_row!(sqlx::query_as::<_, Claim>(CLAIM), d).fetch_one(&mut *tx).await?;
-    let outcome = match decide(claim, d) {
-        Next::Done(Outcome::Recorded { .. }) => write_effects(&mut tx, d).await?,
-        Next::Done(outcome) => outcome,
-        // The write lock is held: nobody can have changed the rejected row since the claim.
+/// Claims the key (the write lock is held: nobody else can claim or replace meanwhile) and writes
+/// the effects when the row is this delivery's.
+async fn record_one(
+    tx: &mut SqliteConnection,
+    d: &Delivery,
+    first: &FirstAttempt,
+) -> Result<Outcome, StoreError> {
+    let claimed: Option<Claim> =
+        bind_inbox_row!(sqlx::query_as::<_, Claim>(CLAIM), d).fetch_optional(&mut *tx).await?;
+    let claim = match claimed {
+        Some(claim) => claim,
+        None => sqlx::query_as(READ).bind(&d.key.source).bind(&d.key.message_id).fetch_one(&mut *tx).await?,
+    };
+    match decide(claim, d) {
+        Next::Done(Outcome::Recorded { .. }) => write_effects(tx, d, first).await,
+        Next::Done(outcome) => Ok(outcome),
         Next::ReplaceRejected { previous_fingerprint } => {
             bind_inbox_row!(sqlx::query(REPLACE_REJECTED), d)
                 .bind(previous_fingerprint)
                 .execute(&mut *tx)
                 .await?;
-            write_effects(&mut tx, d).await?
+            write_effects(tx, d, first).await
         }
-    };
-    tx.commit().await?;
-    Ok(outcome)
+    }
 }
 
 /// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
 const BATCH_ROWS: usize = 500;
 
-/// Writes documents, invoices, lines (in multi-row batches) and the acknowledgement of a fresh delivery.
-async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<Outcome, StoreError> {
+/// Writes documents, invoices, lines (in multi-row batches), the acknowledgement and the audit row of
+/// a fresh delivery.
+async fn write_effects(
+    tx: &mut SqliteConnection,
+    d: &Delivery,
+    first: &FirstAttempt,
+) -> Result<Outcome, StoreError> {
     for batch in d.documents.chunks(BATCH_ROWS) {
         QueryBuilder::new("INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ")
             .push_values(batch, |mut row, stored| {
@@ -127,14 +222,10 @@ async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<Outcom
         .execute(&mut *tx)
         .await?;
     }
-    let ack_control_number: i64 = sqlx::query_scalar(
-        "INSERT INTO ack_counters (source, last_control_number) VALUES ($1, 1)
-        ON CONFLICT (source) DO UPDATE SET last_control_number = last_control_number % 999999999 + 1
-        RETURNING last_control_number",
-    )
-    .bind(&d.key.source)
-    .fetch_one(&mut *tx)
-    .await?;
+    let ack_control_number: i64 =
+        sqlx::query_scalar("UPDATE ack_sequence SET last = last % 999999999 + 1 WHERE id = 1 RETURNING last")
+            .fetch_one(&mut *tx)
+            .await?;
     sqlx::query("INSERT INTO acks (inbox_id, control_number, body, created_at) VALUES ($1, $2, $3, $4)")
         .bind(d.id)
         .bind(ack_control_number)
@@ -142,5 +233,20 @@ async fn write_effects(tx: &mut SqliteConnection, d: &Delivery) -> Result<Outcom
         .bind(d.received_at)
         .execute(&mut *tx)
         .await?;
+    bind_audit_row!(
+        sqlx::query(
+            "INSERT INTO deliveries (id, partner_id, outcome, status, request_id, remote_addr, user_agent,
+                content_type, body_bytes, inbox_id, source, message_id, received_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        ),
+        d,
+        first
+    )
+    .bind(d.id)
+    .bind(&d.key.source)
+    .bind(&d.key.message_id)
+    .bind(d.received_at)
+    .execute(&mut *tx)
+    .await?;
     Ok(Outcome::Recorded { ack_control_number })
 }

@@ -82,7 +82,14 @@ impl TestDb {
 }
 
 pub fn database_config(url: &str) -> DatabaseConfig {
-    DatabaseConfig { database_url: url.to_owned(), db_max_connections: 8, db_timeout: 2, retention_days: 90 }
+    DatabaseConfig {
+        database_url: url.to_owned(),
+        db_max_connections: 8,
+        db_timeout: 2,
+        retention_days: 90,
+        replay_cache_bytes: 8 * 1024 * 1024,
+        partner_cache_ttl: 5,
+    }
 }
 
 pub fn server_config() -> ServerConfig {
@@ -95,6 +102,11 @@ pub fn server_config() -> ServerConfig {
         admin_token: None,
         rate_limit: 600,
         max_in_flight: 256,
+        max_unproven_in_flight: 16,
+        refusals_per_minute: 60,
+        buffer_bytes: 256 * 1024 * 1024,
+        idle_timeout: 60,
+        max_connections: 4096,
         max_segments: 1_000_000,
         max_element_length: 65_536,
         header_timeout: 10,
@@ -147,6 +159,16 @@ impl TestApp {
     /// Every invoice currently booked, following the pagination.
     pub async fn all_invoices(&self) -> Vec<Value> {
         self.all_pages("/v1/invoices").await
+    }
+
+    /// Every interchange once the first one's delivery count (from the audit trail, where replays
+    /// arrive in the background) reaches `deliveries`; as found after 5 s otherwise.
+    pub async fn interchanges_audited(&self, deliveries: i64) -> Vec<Value> {
+        eventually(
+            async || self.all_interchanges().await,
+            |items| items.first().is_some_and(|i| i["deliveries"] == deliveries),
+        )
+        .await
     }
 
     /// Every interchange currently stored, following the pagination.
@@ -242,6 +264,19 @@ impl Reply {
         assert_eq!(problem["status"], status);
         assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
         problem
+    }
+}
+
+/// What `probe` returns once `ready` holds of it, polled for up to 5 s (for what the server writes
+/// in the background, such as the audit rows of replays); the last answer otherwise.
+pub async fn eventually<T>(probe: impl AsyncFn() -> T, ready: impl Fn(&T) -> bool) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let found = probe().await;
+        if ready(&found) || std::time::Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -1,0 +1,75 @@
+//! The partner directory: every partner with the hashes of its API keys and its decoded signing
+//! keys, held in memory so that authenticating a request costs no database round trip and a
+//! stranger's request costs the same lookup as a partner's.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+
+use super::{CredentialKind, Partner, api_key_hash};
+
+/// A partner that signs its requests, with the keys a signature may be made with.
+pub struct Signer {
+    pub partner: Arc<Partner>,
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// A credential that is not revoked, as the directory is built from it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct ActiveCredential {
+    pub partner_id: String,
+    #[sqlx(try_from = "String")]
+    pub kind: CredentialKind,
+    pub key_sha256: Option<String>,
+    pub secret: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Directory {
+    by_api_key: HashMap<String, Arc<Partner>>,
+    signers: HashMap<String, Signer>,
+}
+
+impl Directory {
+    pub fn new(partners: Vec<Partner>, credentials: Vec<ActiveCredential>) -> Directory {
+        let partners: HashMap<String, Arc<Partner>> =
+            partners.into_iter().map(|partner| (partner.id.clone(), Arc::new(partner))).collect();
+        let mut directory = Directory::default();
+        for credential in credentials {
+            let Some(partner) = partners.get(&credential.partner_id) else { continue };
+            match (credential.kind, credential.key_sha256, credential.secret) {
+                (CredentialKind::ApiKey, Some(hash), _) => {
+                    directory.by_api_key.insert(hash, Arc::clone(partner));
+                }
+                (CredentialKind::WebhookSecret, _, Some(secret)) => {
+                    let Some(key) = signing_key(&secret) else { continue };
+                    directory
+                        .signers
+                        .entry(partner.id.clone())
+                        .or_insert_with(|| Signer { partner: Arc::clone(partner), keys: Vec::new() })
+                        .keys
+                        .push(key);
+                }
+                _ => {}
+            }
+        }
+        directory
+    }
+
+    /// The partner holding this API key, if the key is not revoked.
+    pub fn by_api_key(&self, key: &str) -> Option<&Arc<Partner>> {
+        self.by_api_key.get(&api_key_hash(key))
+    }
+
+    /// The partner `id` and its signing keys, if it has any.
+    pub fn signer(&self, id: &str) -> Option<&Signer> {
+        self.signers.get(id)
+    }
+}
+
+/// The HMAC key of a `whsec_…` secret.
+pub fn signing_key(secret: &str) -> Option<Vec<u8>> {
+    secret.strip_prefix("whsec_").and_then(|key| STANDARD.decode(key).ok())
+}

@@ -1,0 +1,299 @@
+//! The audit trail. A first delivery's row is written by the statement that records it (see the
+//! backends); everything else a request leaves behind — replays and conflicts (one `deliveries` row
+//! each) and refusals (a count per remote address, partner, outcome and minute in `refusals`) — is
+//! queued here and written by one background task in multi-row batches, one commit per batch and
+//! never a commit on the request's path. The queue is bounded: beyond it, attempts are counted as
+//! dropped and refusals fold into one `*` address, so a flood costs a bounded number of bytes.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{Db, Shared, StoreError};
+use crate::inbox::resource::IdempotencyKey;
+
+/// Longest header value the audit trail keeps, in bytes.
+pub const MAX_HEADER_BYTES: usize = 256;
+/// How often queued audit records are written.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+/// Attempts waiting to be written before more are dropped (and counted).
+const MAX_QUEUED_ATTEMPTS: usize = 20_000;
+/// Distinct refusal counters per flush before further addresses fold into `*`.
+const MAX_REFUSAL_KEYS: usize = 10_000;
+/// Rows per multi-row INSERT (13 columns: far below either engine's bound-parameter limit).
+const BATCH_ROWS: usize = 1_000;
+
+/// What the audit trail keeps of a request: transport facts, truncated, never credentials.
+#[derive(Clone, Debug, Default)]
+pub struct AttemptFacts {
+    pub partner_id: Option<String>,
+    pub request_id: Option<String>,
+    /// The peer's IP address (without the port, so that repeated attempts aggregate).
+    pub remote_addr: Option<String>,
+    pub user_agent: Option<String>,
+    pub content_type: Option<String>,
+    pub body_bytes: i64,
+}
+
+impl AttemptFacts {
+    /// Facts from raw header values, each cut to [`MAX_HEADER_BYTES`].
+    pub fn new(
+        request_id: Option<&str>,
+        remote_addr: Option<String>,
+        user_agent: Option<&str>,
+        content_type: Option<&str>,
+    ) -> AttemptFacts {
+        AttemptFacts {
+            request_id: request_id.map(truncated),
+            remote_addr,
+            user_agent: user_agent.map(truncated),
+            content_type: content_type.map(truncated),
+            ..AttemptFacts::default()
+        }
+    }
+}
+
+/// `value` cut to at most [`MAX_HEADER_BYTES`] bytes, on a character boundary.
+fn truncated(value: &str) -> String {
+    let mut end = value.len().min(MAX_HEADER_BYTES);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    value[..end].to_owned()
+}
+
+/// One attempt on a key: a replay or a conflicting resend (a first delivery audits itself).
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    pub inbox_id: Uuid,
+    pub key: IdempotencyKey,
+    pub outcome: &'static str,
+    pub status: u16,
+    pub facts: AttemptFacts,
+    pub at: DateTime<Utc>,
+}
+
+/// What a refusal is counted under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct RefusalKey {
+    minute: DateTime<Utc>,
+    remote_addr: String,
+    partner_id: String,
+    outcome: &'static str,
+    status: u16,
+}
+
+#[derive(Debug)]
+struct RefusalCount {
+    attempts: i64,
+    user_agent: Option<String>,
+    request_id: Option<String>,
+}
+
+#[derive(Default)]
+pub(super) struct AuditQueue {
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    attempts: Vec<Attempt>,
+    refusals: HashMap<RefusalKey, RefusalCount>,
+    dropped: u64,
+}
+
+impl AuditQueue {
+    pub(super) fn attempt(&self, attempt: Attempt) {
+        let Ok(mut pending) = self.pending.lock() else { return };
+        if pending.attempts.len() < MAX_QUEUED_ATTEMPTS {
+            pending.attempts.push(attempt);
+        } else {
+            pending.dropped += 1;
+        }
+    }
+
+    pub(super) fn refusal(
+        &self,
+        outcome: &'static str,
+        status: u16,
+        facts: &AttemptFacts,
+        at: DateTime<Utc>,
+    ) {
+        let Ok(mut pending) = self.pending.lock() else { return };
+        let mut key = RefusalKey {
+            minute: at.duration_trunc(TimeDelta::minutes(1)).unwrap_or(at),
+            remote_addr: facts.remote_addr.clone().unwrap_or_default(),
+            partner_id: facts.partner_id.clone().unwrap_or_default(),
+            outcome,
+            status,
+        };
+        if pending.refusals.len() >= MAX_REFUSAL_KEYS && !pending.refusals.contains_key(&key) {
+            key.remote_addr = "*".into();
+            key.partner_id = String::new();
+        }
+        let count = pending.refusals.entry(key).or_insert(RefusalCount {
+            attempts: 0,
+            user_agent: None,
+            request_id: None,
+        });
+        count.attempts += 1;
+        count.user_agent.clone_from(&facts.user_agent);
+        count.request_id.clone_from(&facts.request_id);
+    }
+
+    fn take(&self) -> Pending {
+        self.pending.lock().map(|mut pending| std::mem::take(&mut *pending)).unwrap_or_default()
+    }
+
+    /// Puts back what could not be written (the database was down), within the bounds.
+    fn restore(&self, failed: Pending) {
+        let Ok(mut pending) = self.pending.lock() else { return };
+        let room = MAX_QUEUED_ATTEMPTS.saturating_sub(pending.attempts.len());
+        pending.dropped += failed.dropped + failed.attempts.len().saturating_sub(room) as u64;
+        pending.attempts.extend(failed.attempts.into_iter().take(room));
+        for (key, count) in failed.refusals {
+            if pending.refusals.len() < MAX_REFUSAL_KEYS || pending.refusals.contains_key(&key) {
+                pending
+                    .refusals
+                    .entry(key)
+                    .or_insert(RefusalCount { attempts: 0, user_agent: None, request_id: None })
+                    .attempts += count.attempts;
+            }
+        }
+    }
+}
+
+/// Writes what is queued now; on failure it stays queued for the next flush.
+pub(super) async fn flush(db: &Db, queue: &AuditQueue) -> Result<(), StoreError> {
+    let pending = queue.take();
+    if pending.dropped > 0 {
+        tracing::warn!(dropped = pending.dropped, "audit queue full: delivery attempts were not audited");
+    }
+    if pending.attempts.is_empty() && pending.refusals.is_empty() {
+        return Ok(());
+    }
+    match write(db, &pending).await {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            queue.restore(Pending { dropped: 0, ..pending });
+            Err(error)
+        }
+    }
+}
+
+async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
+    let refusals: Vec<(&RefusalKey, &RefusalCount)> = pending.refusals.iter().collect();
+    on_db!(db, pool => {
+        let mut tx = pool.begin().await?;
+        for batch in pending.attempts.chunks(BATCH_ROWS) {
+            QueryBuilder::new(
+                "INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status,
+                    request_id, remote_addr, user_agent, content_type, body_bytes, received_at) ",
+            )
+            .push_values(batch, |mut row, a| {
+                row.push_bind(Uuid::now_v7())
+                    .push_bind(a.inbox_id)
+                    .push_bind(&a.facts.partner_id)
+                    .push_bind(&a.key.source)
+                    .push_bind(&a.key.message_id)
+                    .push_bind(a.outcome)
+                    .push_bind(i32::from(a.status))
+                    .push_bind(&a.facts.request_id)
+                    .push_bind(&a.facts.remote_addr)
+                    .push_bind(&a.facts.user_agent)
+                    .push_bind(&a.facts.content_type)
+                    .push_bind(a.facts.body_bytes)
+                    .push_bind(a.at);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+        for batch in refusals.chunks(BATCH_ROWS) {
+            QueryBuilder::new(
+                "INSERT INTO refusals (minute, remote_addr, partner_id, outcome, status, attempts, user_agent,
+                    request_id) ",
+            )
+            .push_values(batch, |mut row, (key, count)| {
+                row.push_bind(key.minute)
+                    .push_bind(&key.remote_addr)
+                    .push_bind(&key.partner_id)
+                    .push_bind(key.outcome)
+                    .push_bind(i32::from(key.status))
+                    .push_bind(count.attempts)
+                    .push_bind(&count.user_agent)
+                    .push_bind(&count.request_id);
+            })
+            .push(
+                " ON CONFLICT (minute, remote_addr, partner_id, outcome, status) DO UPDATE SET
+                    attempts = refusals.attempts + excluded.attempts, user_agent = excluded.user_agent,
+                    request_id = excluded.request_id",
+            )
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+    });
+    Ok(())
+}
+
+/// Flushes the queue every [`FLUSH_INTERVAL`] until the store is closed or dropped.
+pub(super) async fn run(db: Db, shared: Weak<Shared>) {
+    let mut ticks = tokio::time::interval(FLUSH_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else { return };
+        if db.is_closed() {
+            return;
+        }
+        if let Err(error) = flush(&db, &shared.audit).await {
+            tracing::warn!(%error, "writing the audit trail failed; retrying");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(addr: &str) -> AttemptFacts {
+        AttemptFacts::new(Some(&"r".repeat(1000)), Some(addr.into()), Some("é".repeat(300).as_str()), None)
+    }
+
+    #[test]
+    fn header_values_are_truncated_on_a_character_boundary() {
+        let facts = facts("192.0.2.1");
+        assert_eq!(facts.request_id.as_deref().map(str::len), Some(MAX_HEADER_BYTES));
+        let agent = facts.user_agent.unwrap();
+        assert!(agent.len() <= MAX_HEADER_BYTES && agent.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn refusals_aggregate_per_address_and_minute_within_a_bound() {
+        let queue = AuditQueue::default();
+        let at = Utc::now();
+        for _ in 0..1000 {
+            queue.refusal("unauthenticated", 401, &facts("192.0.2.1"), at);
+        }
+        for n in 0..(MAX_REFUSAL_KEYS + 50) {
+            queue.refusal(
+                "unauthenticated",
+                401,
+                &facts(&format!("10.{}.{}.{}", n / 65536, n / 256 % 256, n % 256)),
+                at,
+            );
+        }
+        let pending = queue.take();
+        assert_eq!(pending.refusals.len(), MAX_REFUSAL_KEYS + 1);
+        let one = pending.refusals.iter().find(|(k, _)| k.remote_addr == "192.0.2.1").unwrap().1;
+        assert_eq!(one.attempts, 1000);
+        let folded = pending.refusals.iter().find(|(k, _)| k.remote_addr == "*").unwrap().1;
+        assert_eq!(folded.attempts, 51);
+    }
+}

@@ -1,0 +1,95 @@
+//! A bounded in-process cache of processed outcomes. A processed interchange is final (a resend is
+//! either its replay or a conflict), so any replica may answer a resend from memory without asking
+//! the database; rejected outcomes are never cached, since a corrected resend must still replace them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use uuid::Uuid;
+
+use crate::inbox::resource::IdempotencyKey;
+
+/// A processed interchange as a resend needs it.
+#[derive(Clone, Debug)]
+pub struct Processed {
+    pub id: Uuid,
+    pub fingerprint: String,
+    pub response: String,
+}
+
+/// Oldest entries are evicted first once the cached responses exceed `max_bytes`.
+pub struct ReplayCache {
+    max_bytes: usize,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    by_key: HashMap<IdempotencyKey, Processed>,
+    order: VecDeque<IdempotencyKey>,
+    bytes: usize,
+}
+
+/// What an entry costs: its response, fingerprint and key.
+fn size(key: &IdempotencyKey, processed: &Processed) -> usize {
+    key.source.len() + key.message_id.len() + processed.fingerprint.len() + processed.response.len()
+}
+
+impl ReplayCache {
+    pub fn new(max_bytes: usize) -> ReplayCache {
+        ReplayCache { max_bytes, inner: Mutex::default() }
+    }
+
+    pub fn get(&self, key: &IdempotencyKey) -> Option<Processed> {
+        self.inner.lock().ok()?.by_key.get(key).cloned()
+    }
+
+    pub fn insert(&self, key: &IdempotencyKey, processed: Processed) {
+        let cost = size(key, &processed);
+        if cost > self.max_bytes {
+            return;
+        }
+        let Ok(mut entries) = self.inner.lock() else { return };
+        if entries.by_key.contains_key(key) {
+            return;
+        }
+        while entries.bytes + cost > self.max_bytes {
+            let Some(oldest) = entries.order.pop_front() else { break };
+            if let Some(evicted) = entries.by_key.remove(&oldest) {
+                entries.bytes -= size(&oldest, &evicted);
+            }
+        }
+        entries.bytes += cost;
+        entries.order.push_back(key.clone());
+        entries.by_key.insert(key.clone(), processed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u32) -> IdempotencyKey {
+        IdempotencyKey { source: "x12:ZZ:A".into(), message_id: format!("{n:09}") }
+    }
+
+    fn processed(response: &str) -> Processed {
+        Processed { id: Uuid::now_v7(), fingerprint: "f".repeat(64), response: response.into() }
+    }
+
+    #[test]
+    fn evicts_the_oldest_beyond_the_byte_bound() {
+        let entry = size(&key(1), &processed(&"r".repeat(100)));
+        let cache = ReplayCache::new(entry * 3);
+        for n in 1..=4 {
+            cache.insert(&key(n), processed(&"r".repeat(100)));
+        }
+        assert!(cache.get(&key(1)).is_none());
+        assert!((2..=4).all(|n| cache.get(&key(n)).is_some()));
+        cache.insert(&key(5), processed(&"r".repeat(entry * 4)));
+        assert!(cache.get(&key(5)).is_none(), "an entry larger than the cache is not kept");
+        let zero = ReplayCache::new(0);
+        zero.insert(&key(1), processed("r"));
+        assert!(zero.get(&key(1)).is_none());
+    }
+}

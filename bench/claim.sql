@@ -1,6 +1,6 @@
 -- pgbench script: what edi-inbox sends PostgreSQL for one first delivery of tests/fixtures/x12/810-single.edi
--- (the claim + documents + invoice + lines + acknowledgement statement of src/store/postgres.rs with
--- its parameters written out, then the audit-trail insert), with a fresh key per transaction. Colons in
+-- (the one statement of src/store/postgres.rs: claim + documents + invoice + lines + acknowledgement +
+-- audit row, its parameters written out), with a fresh key per transaction. Colons in
 -- literals are written as chr(58): pgbench would read them as variables. Keys are sequential per client
 -- and ids time-ordered (a millisecond prefix, like the service's UUIDv7), so the indexes see the same
 -- insertion pattern as under the service. Run with `-D k=0`.
@@ -9,20 +9,17 @@
 WITH claim AS (
     INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier,
         receiver_id, control_number, payload_sha256, payload, content_type, status, response_body,
-        received_at, processed_at, last_delivery_at)
+        received_at, processed_at)
     VALUES ((lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'i'), 1, 20))::uuid, concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), (:n)::text, 'x12', 'ZZ', 'ACMESUPPLY', 'ZZ', 'BUYERCO',
         (:n)::text, 'f2ef63ef6a6a4b993f17838228781b013b20a8b94f36fad0135f64f26072e2a3',
-        convert_to(repeat('x', 735), 'UTF8'), 'application/edi-x12', 'processed', repeat('r', 1284), now(), now(), now())
-    ON CONFLICT (source, message_id) DO UPDATE
-        SET deliveries = inbox.deliveries + 1, last_delivery_at = EXCLUDED.last_delivery_at
-    RETURNING id, deliveries = 1 AS fresh, status, payload_sha256,
-        CASE WHEN deliveries > 1 THEN response_body END AS response_body
+        convert_to(repeat('x', 735), 'UTF8'), 'application/edi-x12', 'processed', repeat('r', 1284), now(), now())
+    ON CONFLICT (source, message_id) DO NOTHING
+    RETURNING id
 ), documents_written AS (
     INSERT INTO documents (id, inbox_id, position, doc_type, control_number)
     SELECT d.id, claim.id, d.position, d.doc_type, d.control_number
     FROM claim, unnest(ARRAY[(lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'd'), 1, 20))::uuid], '{3}'::int4[], '{810}'::text[], '{0001}'::text[])
         AS d (id, position, doc_type, control_number)
-    WHERE claim.fresh
 ), invoices_written AS (
     INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency,
         total, tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name,
@@ -38,7 +35,6 @@ WITH claim AS (
         AS i (id, document_id, number, issue_date, purchase_order, currency, total, tax_total,
             tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, buyer_qualifier,
             buyer_id, allowances_charges)
-    WHERE claim.fresh
 ), lines_written AS (
     INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id,
         description, amount)
@@ -48,24 +44,20 @@ WITH claim AS (
         '{EA,EA}'::text[], '{12.50,8.75}'::text[], '{WIDGET-A100,BOLT-M6X20}'::text[],
         '{"BLUE WIDGET","HEX BOLT M6X20"}'::text[], '{6250.00,1750.00}'::text[])
         AS l (invoice_id, line_number, quantity, unit, unit_price, product_id, description, amount)
-    WHERE claim.fresh
-), ack_counter AS (
-    INSERT INTO ack_counters (source, last_control_number)
-    SELECT concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), 1 FROM claim WHERE claim.fresh
-    ON CONFLICT (source) DO UPDATE
-        SET last_control_number = ack_counters.last_control_number % 999999999 + 1
-    RETURNING last_control_number
 ), ack_written AS (
     INSERT INTO acks (inbox_id, control_number, body, created_at)
-    SELECT claim.id, ack_counter.last_control_number,
-        replace(repeat('a', 300) || '{ACK-CONTROL-NUMBER}', '{ACK-CONTROL-NUMBER}',
-            lpad(ack_counter.last_control_number::text, 9, '0')), now()
-    FROM claim, ack_counter
+    SELECT claim.id, n.value,
+        replace(repeat('a', 300) || '{ACK-CONTROL-NUMBER}', '{ACK-CONTROL-NUMBER}', lpad(n.value::text, 9, '0')), now()
+    FROM claim, LATERAL (SELECT nextval('ack_control_numbers') AS value) AS n
+    RETURNING control_number
+), audit_written AS (
+    INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
+        remote_addr, user_agent, content_type, body_bytes, received_at)
+    SELECT (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'a'), 1, 20))::uuid,
+        claim.id, NULL, concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), (:n)::text, 'recorded', 201,
+        'c6a2f1e4-0000-4000-8000-000000000000', '127.0.0.1', NULL, 'application/edi-x12', 735, now()
+    FROM claim
 )
-SELECT id, fresh, status, payload_sha256, response_body,
-    (SELECT last_control_number FROM ack_counter) AS ack_control_number
-FROM claim \gset
-INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status, request_id, remote_addr,
-    user_agent, content_type, body_bytes, received_at)
-VALUES ((lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'a'), 1, 20))::uuid, (:id)::uuid, NULL, concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), (:n)::text, 'recorded', 201,
-    'c6a2f1e4-0000-4000-8000-000000000000', '127.0.0.1', NULL, 'application/edi-x12', 735, now());
+SELECT id, true AS fresh, 'processed' AS status, NULL AS payload_sha256, NULL::text AS response_body,
+    (SELECT control_number FROM ack_written) AS ack_control_number
+FROM claim;

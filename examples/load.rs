@@ -1,7 +1,10 @@
-//! Load driver: posts distinct 810 interchanges (one invoice, two lines, a new ISA13 each) to a
-//! running edi-inbox from CONCURRENCY connections for SECONDS, then prints requests per second and
-//! latency percentiles. `cargo run --release --example load -- URL [CONCURRENCY] [SECONDS]`;
-//! `bench/load.sh` runs it against PostgreSQL next to pgbench on the same statement.
+//! Load driver: posts 810 interchanges (one invoice, two lines) to a running edi-inbox from
+//! CONCURRENCY connections for SECONDS, then prints requests per second and latency percentiles.
+//! `unique` gives every request a new ISA13 (first deliveries, 201); `replay` sends one interchange
+//! again and again (after its first delivery every answer is a 200 replay). With
+//! `EDI_INBOX_LOAD_API_KEY` set, requests carry it as `Authorization: Bearer`.
+//! `cargo run --release --example load -- URL [CONCURRENCY] [SECONDS] [unique|replay]`;
+//! `bench/load.sh` runs it next to pgbench.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,30 +18,50 @@ async fn main() {
     let url = args.next().unwrap_or_else(|| "http://127.0.0.1:8080".into());
     let concurrency: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
     let seconds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
+    let replay = match args.next().as_deref() {
+        None | Some("unique") => false,
+        Some("replay") => true,
+        Some(other) => panic!("mode must be unique or replay, not {other:?}"),
+    };
+    let api_key = std::env::var("EDI_INBOX_LOAD_API_KEY").ok();
     let endpoint = format!("{url}/v1/interchanges");
     let client =
         reqwest::Client::builder().pool_max_idle_per_host(concurrency as usize).build().expect("client");
-    let next = Arc::new(AtomicU64::new(1));
+    // Runs against one database must not collide: control numbers start at the clock (in µs, which
+    // advances faster than any run consumes them).
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let first = since_epoch.as_micros() as u64 % 1_000_000_000;
+    let next = Arc::new(AtomicU64::new(first));
+    let post = {
+        let (client, endpoint) = (client.clone(), endpoint.clone());
+        move |control: u64| {
+            let body = SAMPLE.replace("000001142", &format!("{:09}", control % 1_000_000_000));
+            let mut request = client.post(&endpoint).header("content-type", "application/edi-x12").body(body);
+            if let Some(key) = &api_key {
+                request = request.bearer_auth(key);
+            }
+            request.send()
+        }
+    };
+    if replay {
+        let created = post(first).await.expect("first delivery");
+        assert!(created.status().is_success(), "first delivery: {}", created.status());
+    }
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (client, endpoint, next) = (client.clone(), endpoint.clone(), Arc::clone(&next));
+            let (post, next) = (post.clone(), Arc::clone(&next));
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 let mut failures = 0u64;
                 while Instant::now() < deadline {
-                    let control = format!("{:09}", next.fetch_add(1, Ordering::Relaxed));
-                    let body = SAMPLE.replace("000001142", &control);
+                    let control = if replay { first } else { next.fetch_add(1, Ordering::Relaxed) };
                     let sent = Instant::now();
-                    let response = client
-                        .post(&endpoint)
-                        .header("content-type", "application/edi-x12")
-                        .body(body)
-                        .send()
-                        .await;
-                    match response {
-                        Ok(response) if response.status() == reqwest::StatusCode::CREATED => {
+                    let expected =
+                        if replay { reqwest::StatusCode::OK } else { reqwest::StatusCode::CREATED };
+                    match post(control).await {
+                        Ok(response) if response.status() == expected => {
                             let _ = response.bytes().await;
                             latencies.push(sent.elapsed());
                         }

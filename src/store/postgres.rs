@@ -7,9 +7,7 @@
 //! replay or a conflict. No row is updated by more than one delivery.
 
 use sqlx::PgPool;
-use std::str::FromStr;
-
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgArguments, PgPoolOptions};
 use sqlx::query::QueryAs;
 
 use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, position};
@@ -17,14 +15,10 @@ use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
 pub(super) async fn connect(url: &str, options: &StoreOptions) -> Result<PgPool, StoreError> {
-    // The claim has 54 parameters and nine CTEs: planning it for every execution (a custom plan)
-    // costs more than running it. Its plan does not depend on the values, so plan it once per
-    // connection.
-    let connect = PgConnectOptions::from_str(url)?.options([("plan_cache_mode", "force_generic_plan")]);
     Ok(PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
-        .connect_with(connect)
+        .connect(url)
         .await?)
 }
 

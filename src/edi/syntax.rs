@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use encoding_rs::DecoderResult;
 use memchr::{memchr, memchr2};
 
 use super::EdiError;
@@ -42,20 +43,31 @@ impl Charset {
             Charset::Ascii | Charset::Latin1 => {
                 Ok(Cow::Owned(bytes.iter().map(|&b| char::from(b)).collect()))
             }
-            Charset::Other(encoding) => encoding
-                .decode_without_bom_handling_and_without_replacement(bytes)
-                .ok_or_else(|| first_undecodable(encoding, bytes)),
+            Charset::Other(encoding) if *encoding == encoding_rs::UTF_8 => {
+                std::str::from_utf8(bytes).map(Cow::Borrowed).map_err(|e| e.valid_up_to())
+            }
+            Charset::Other(encoding) => decode_single_pass(encoding, bytes).map(Cow::Owned),
         }
     }
 }
 
-fn first_undecodable(encoding: &'static encoding_rs::Encoding, bytes: &[u8]) -> usize {
-    (1..=bytes.len())
-        .find(|&end| {
-            encoding.decode_without_bom_handling_and_without_replacement(&bytes[..end]).is_none()
-                && encoding.decode_without_bom_handling_and_without_replacement(&bytes[..end - 1]).is_some()
-        })
-        .map_or(0, |end| end - 1)
+/// Decodes in one pass; on the first malformed sequence, its offset (the decoder reports how far it
+/// read past the sequence's start, so multibyte characters before it are counted right).
+fn decode_single_pass(encoding: &'static encoding_rs::Encoding, bytes: &[u8]) -> Result<String, usize> {
+    let mut decoder = encoding.new_decoder_without_bom_handling();
+    let mut text = String::with_capacity(bytes.len());
+    let mut offset = 0;
+    loop {
+        let (result, read) = decoder.decode_to_string_without_replacement(&bytes[offset..], &mut text, true);
+        offset += read;
+        match result {
+            DecoderResult::InputEmpty => return Ok(text),
+            DecoderResult::OutputFull => text.reserve(bytes.len() - offset + 16),
+            DecoderResult::Malformed(length, after) => {
+                return Err(offset - usize::from(length) - usize::from(after));
+            }
+        }
+    }
 }
 
 /// Position of the first `sep` in `hay` that is not preceded by the release character.
@@ -312,5 +324,21 @@ mod tests {
         let utf8 = Charset::Other(encoding_rs::UTF_8);
         assert_eq!(utf8.decode("Müller".as_bytes()).unwrap(), "Müller");
         assert_eq!(utf8.decode(b"ab\xff"), Err(2));
+    }
+
+    /// The first invalid byte is named at its own offset, after multibyte characters too, and
+    /// finding it takes one pass (it used to decode every prefix: quadratic in the offset).
+    #[test]
+    fn the_first_undecodable_byte_is_found_in_one_pass() {
+        let utf8 = Charset::Other(encoding_rs::UTF_8);
+        assert_eq!(utf8.decode("é".as_bytes().iter().chain(b"\xff").copied().collect::<Vec<_>>().as_slice()), Err(2));
+        assert_eq!(utf8.decode(b"ab\xe2\x82"), Err(2), "a truncated character at the end");
+        // ISO-8859-7 (UNOF) leaves 0xAE undefined; 0xE1 is alpha.
+        let greek = Charset::Other(encoding_rs::ISO_8859_7);
+        assert_eq!(greek.decode(b"\xe1\xe1\xae"), Err(2));
+        assert_eq!(greek.decode(b"\xe1b").unwrap(), "αb");
+        let mut long = vec![0xe1u8; 2_000_000];
+        long.push(0xae);
+        assert_eq!(greek.decode(&long), Err(2_000_000));
     }
 }

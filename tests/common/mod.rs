@@ -3,6 +3,8 @@
 //! over HTTP like a partner would.
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod partners;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -277,6 +279,22 @@ pub async fn eventually<T>(probe: impl AsyncFn() -> T, ready: impl Fn(&T) -> boo
             return found;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One integer from the test database (either engine), for what the API does not show: how many
+/// rows a table holds, how long a stored value is.
+pub async fn count(url: &str, sql: &str) -> i64 {
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        let n = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&pool).await.expect(sql);
+        pool.close().await;
+        n
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("postgres");
+        let n = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&pool).await.expect(sql);
+        pool.close().await;
+        n
     }
 }
 

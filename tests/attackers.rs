@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::partners::{acme, admin, post_signed, post_with_key, register, secured};
+use common::partners::{acme, post_signed, post_with_key, register, secured};
 use common::{Backend, Harness, count, fixture};
 use edi_inbox::config::ServerConfig;
 use serde_json::json;

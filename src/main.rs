@@ -9,10 +9,10 @@ use edi_inbox::http;
 use edi_inbox::partners::{CredentialKind, PartnerStatus, admin};
 use edi_inbox::store::Store;
 
-/// mimalloc: the request path allocates many small, short-lived buffers from several threads, where
+/// jemalloc: the request path allocates many small, short-lived buffers from several threads, where
 /// glibc's allocator spent a sixth of the service's CPU and grew an arena per thread.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -45,10 +45,13 @@ async fn every_read_route_needs_the_admin_token_whatever_the_method(backend: Bac
     let h = Harness::with_server(backend, secured()).await;
     let partner = acme(&h).await;
     let created = post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.json();
-    let (interchange, invoice) =
-        (created["id"].as_str().unwrap().to_owned(), created["invoices"][0]["id"].as_str().unwrap().to_owned());
+    let (interchange, invoice) = (
+        created["id"].as_str().unwrap().to_owned(),
+        created["invoices"][0]["id"].as_str().unwrap().to_owned(),
+    );
     let unknown = uuid::Uuid::now_v7().to_string();
-    let mut routes = vec!["/metrics".to_owned(), "/v1/admin/partners".into(), "/v1/admin/partners/acme".into()];
+    let mut routes =
+        vec!["/metrics".to_owned(), "/v1/admin/partners".into(), "/v1/admin/partners/acme".into()];
     for id in [&interchange, &unknown] {
         routes.extend([
             format!("/v1/interchanges/{id}"),
@@ -98,7 +101,10 @@ async fn refused_attempts_take_bounded_room(backend: Backend) {
     )
     .await;
     assert_eq!(attempts, 500, "every refusal is counted");
-    assert!(count(url, "SELECT COUNT(*) FROM refusals").await <= 2, "one row per address, outcome and minute");
+    assert!(
+        count(url, "SELECT COUNT(*) FROM refusals").await <= 2,
+        "one row per address, outcome and minute"
+    );
     assert_eq!(count(url, "SELECT CAST(MAX(LENGTH(user_agent)) AS BIGINT) FROM refusals").await, 256);
     assert!(count(url, "SELECT CAST(MAX(LENGTH(request_id)) AS BIGINT) FROM refusals").await <= 64);
     assert_eq!(count(url, "SELECT COUNT(*) FROM deliveries").await, 0);
@@ -116,12 +122,15 @@ async fn strangers_cannot_spend_a_partners_rate_budget(backend: Backend) {
     .await;
     let forged = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     for _ in 0..5 {
-        let reply = post_signed(&h, "acme", forged, Utc::now().timestamp(), fixture("x12/810-single.edi")).await;
+        let reply =
+            post_signed(&h, "acme", forged, Utc::now().timestamp(), fixture("x12/810-single.edi")).await;
         reply.assert_problem(401, "unauthorized");
     }
     assert_eq!(post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.status, 201);
     assert_eq!(post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.status, 200);
-    post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.assert_problem(429, "rate-limited");
+    post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi"))
+        .await
+        .assert_problem(429, "rate-limited");
     h.finish().await;
 }
 
@@ -171,7 +180,10 @@ async fn silent_connections_are_closed(backend: Backend) {
     let mut answer = [0u8; 512];
     let read = keep_alive.read(&mut answer).await.unwrap();
     assert!(answer[..read].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..read]));
-    assert!(closed_within(&mut keep_alive, Duration::from_secs(6)).await, "idle keep-alive: closed after 3 s");
+    assert!(
+        closed_within(&mut keep_alive, Duration::from_secs(6)).await,
+        "idle keep-alive: closed after 3 s"
+    );
 
     let mut http2 = TcpStream::connect(h.app.address).await.unwrap();
     http2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await.unwrap();

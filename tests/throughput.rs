@@ -152,7 +152,9 @@ async fn partner_changes_reach_every_instance_within_the_directory_ttl(backend: 
     assert_eq!(post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.status, 201);
     revoke_everything(&h.db.url).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi")).await.assert_problem(401, "unauthorized");
+    post_with_key(&h, &partner.api_key, fixture("x12/810-single.edi"))
+        .await
+        .assert_problem(401, "unauthorized");
     h.finish().await;
 }
 

@@ -331,7 +331,10 @@ mod tests {
     #[test]
     fn the_first_undecodable_byte_is_found_in_one_pass() {
         let utf8 = Charset::Other(encoding_rs::UTF_8);
-        assert_eq!(utf8.decode("é".as_bytes().iter().chain(b"\xff").copied().collect::<Vec<_>>().as_slice()), Err(2));
+        assert_eq!(
+            utf8.decode("é".as_bytes().iter().chain(b"\xff").copied().collect::<Vec<_>>().as_slice()),
+            Err(2)
+        );
         assert_eq!(utf8.decode(b"ab\xe2\x82"), Err(2), "a truncated character at the end");
         // ISO-8859-7 (UNOF) leaves 0xAE undefined; 0xE1 is alpha.
         let greek = Charset::Other(encoding_rs::ISO_8859_7);

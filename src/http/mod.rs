@@ -26,7 +26,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tower_http::add_extension::AddExtensionLayer;
+use tower_http::add_extension::AddExtension;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -195,8 +195,8 @@ pub async fn serve(
             tracing::warn!(%remote, max = limits.max_connections, "too many open connections: closed");
             continue;
         };
-        let service =
-            TowerToHyperService::new(app.clone().layer(AddExtensionLayer::new(ConnectInfo(remote))));
+        // Wrapping the router as one service: `Router::layer` would rebuild every route per connection.
+        let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(remote)));
         let activity = connection::Activity::new();
         let io = TokioIo::new(connection::Watched::new(stream, Arc::clone(&activity)));
         let connection = graceful.watch(builder.serve_connection_with_upgrades(io, service).into_owned());

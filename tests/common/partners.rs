@@ -76,4 +76,3 @@ pub async fn stored_interchanges(h: &Harness) -> usize {
     assert_eq!(page.status, 200, "{}", page.text);
     page.json()["items"].as_array().unwrap().len()
 }
-

@@ -1,8 +1,8 @@
 //! SQLite writes. One writer task owns them all and commits the deliveries queued at that moment in
 //! one `BEGIN IMMEDIATE` transaction (group commit): with `synchronous = FULL` an answered delivery
-//! survives power loss, and one fsync serves the whole batch. Each delivery runs in its own SAVEPOINT,
-//! so one that fails fails only itself; every reply goes out after COMMIT. The queue is FIFO, so
-//! waiting is fair. Readers use the rest of the pool concurrently (WAL).
+//! survives power loss, and one fsync serves the whole batch. A delivery that fails makes the batch
+//! retry one delivery per transaction, so it fails only itself; every reply goes out after COMMIT.
+//! The queue is FIFO, so waiting is fair. Readers use the rest of the pool concurrently (WAL).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -86,7 +86,9 @@ async fn write_batches(pool: SqlitePool, mut queue: mpsc::Receiver<Job>) {
     }
 }
 
-/// Records every job of the batch in one transaction, each in its own savepoint.
+/// Records every job of the batch in one transaction. Should one fail, the whole transaction is
+/// rolled back and each job is recorded again in a transaction of its own, so that the failure stays
+/// its own (rare, and cheaper on the common path than a savepoint per delivery).
 async fn commit_batch(
     pool: &SqlitePool,
     batch: &[Job],
@@ -94,16 +96,32 @@ async fn commit_batch(
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut outcomes = Vec::with_capacity(batch.len());
     for job in batch {
-        sqlx::query("SAVEPOINT delivery").execute(&mut *tx).await?;
-        let outcome = record_one(&mut tx, &job.delivery, &job.first).await;
-        if outcome.is_err() {
-            sqlx::query("ROLLBACK TO delivery").execute(&mut *tx).await?;
+        match record_one(&mut tx, &job.delivery, &job.first).await {
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            Err(_) if batch.len() > 1 => {
+                tx.rollback().await?;
+                return Ok(one_by_one(pool, batch).await);
+            }
+            Err(error) => return Ok(vec![Err(error)]),
         }
-        sqlx::query("RELEASE delivery").execute(&mut *tx).await?;
-        outcomes.push(outcome);
     }
     tx.commit().await?;
     Ok(outcomes)
+}
+
+/// Records each job in a transaction of its own.
+async fn one_by_one(pool: &SqlitePool, batch: &[Job]) -> Vec<Result<Outcome, StoreError>> {
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for job in batch {
+        let recorded = async {
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+            let outcome = record_one(&mut tx, &job.delivery, &job.first).await?;
+            tx.commit().await?;
+            Ok(outcome)
+        };
+        outcomes.push(recorded.await);
+    }
+    outcomes
 }
 
 const CLAIM: &str = "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id,

@@ -6,10 +6,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use super::ApiContext;
 use super::problem::{ApiError, Problem};
+use super::{ApiContext, parse_id};
 use crate::partners::admin::{self, AdminError};
 use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
 
@@ -130,13 +129,14 @@ pub async fn issue_credential(
     params(("id" = String, Path, description = "Partner id"), ("credential" = Uuid, Path, description = "Credential id")),
     responses(
         (status = 204, description = "Revoked"),
+        (status = 400, description = "`invalid-request`: the credential id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn revoke_credential(
     State(ctx): State<ApiContext>,
-    Path((id, credential)): Path<(String, Uuid)>,
+    Path((id, credential)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    admin::revoke(&ctx.store, &id, credential).await?;
+    admin::revoke(&ctx.store, &id, parse_id(&credential)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

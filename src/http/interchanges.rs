@@ -23,7 +23,7 @@ use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::limits::Reservation;
-use super::{ApiContext, auth, page_limit, parse_id};
+use super::{ApiContext, auth, non_empty, page_limit, parse_id};
 use crate::edi::{self, PartyId, Standard, ack};
 use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
 use crate::inbox::{Delivery, Outcome, Status};
@@ -58,7 +58,7 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
     params(
         ("Accept" = Option<String>, Header,
             description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body"),
-        ("partner" = Option<String>, Query,
+        ("partner" = Option<String>, Query, min_length = 1,
             description = "The partner of a Standard Webhooks signed request (`webhook-id`, `webhook-timestamp`, `webhook-signature`)"),
     ),
     security(("api_key" = []), ("standard_webhooks" = [])),
@@ -542,12 +542,14 @@ fn rejected_resource(row: StoredInterchange) -> Result<InterchangeResource, ApiE
 #[into_params(parameter_in = Query)]
 pub struct InterchangeQuery {
     /// Sender id (ISA06 / UNB S002 id), without qualifier.
+    #[param(min_length = 1)]
     sender: Option<String>,
     /// Interchange control number as sent.
+    #[param(min_length = 1)]
     control_number: Option<String>,
-    /// `processed` or `rejected`.
-    status: Option<String>,
+    status: Option<Status>,
     /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<Uuid>,
@@ -570,12 +572,9 @@ pub async fn list_interchanges(
     query: Result<Query<InterchangeQuery>, QueryRejection>,
 ) -> Result<Json<InterchangePage>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    if let Some(status) = query.status.as_deref().filter(|s| Status::parse(s).is_none()) {
-        return Err(ApiError::BadRequest(format!("status must be processed or rejected, not {status:?}")));
-    }
     let filter = InterchangeFilter {
-        sender: query.sender,
-        control_number: query.control_number,
+        sender: non_empty("sender", query.sender)?,
+        control_number: non_empty("control_number", query.control_number)?,
         status: query.status,
         cursor: query.cursor,
         limit: page_limit(query.limit)?,

@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, page_limit, parse_id};
+use super::{ApiContext, non_empty, page_limit, parse_id};
 use crate::inbox::resource::{InvoicePage, InvoiceResource};
 use crate::store::InvoiceFilter;
 
@@ -38,8 +38,10 @@ pub struct InvoiceQuery {
     /// Only invoices of this interchange.
     interchange_id: Option<Uuid>,
     /// Invoice number (BIG02 / BGM 1004).
+    #[param(min_length = 1)]
     number: Option<String>,
     /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<Uuid>,
@@ -64,7 +66,7 @@ pub async fn list_invoices(
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let filter = InvoiceFilter {
         interchange_id: query.interchange_id,
-        number: query.number,
+        number: non_empty("number", query.number)?,
         cursor: query.cursor,
         limit: page_limit(query.limit)?,
     };

@@ -219,6 +219,14 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(text).map_err(|_| ApiError::BadRequest(format!("{text:?} is not a UUID")))
 }
 
+/// A text filter that is given must say something: an empty one is a 400, as the spec declares.
+fn non_empty(name: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(text) if text.is_empty() => Err(ApiError::BadRequest(format!("{name} must not be empty"))),
+        other => Ok(other),
+    }
+}
+
 fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     match limit.unwrap_or(DEFAULT_PAGE) {
         limit @ 1..=MAX_PAGE => Ok(limit),

@@ -12,7 +12,7 @@ use crate::edi::{Document, EdiError, Envelope, Interchange, ack};
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
 /// Whether an interchange's documents were booked or the interchange was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Processed,

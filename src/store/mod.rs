@@ -61,6 +61,7 @@ macro_rules! bind_audit_row {
 }
 
 mod audit;
+mod batch;
 mod partners;
 mod postgres;
 mod replays;
@@ -206,7 +207,7 @@ pub struct StoredInterchange {
 pub struct InterchangeFilter {
     pub sender: Option<String>,
     pub control_number: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<Status>,
     pub cursor: Option<Uuid>,
     pub limit: u32,
 }
@@ -349,7 +350,7 @@ impl Store {
         let items: Vec<InterchangeSummary> = on_pool!(self, pool => sqlx::query_as(SQL)
             .bind(&filter.sender)
             .bind(&filter.control_number)
-            .bind(&filter.status)
+            .bind(filter.status.map(Status::as_str))
             .bind(filter.cursor)
             .bind(limit)
             .fetch_all(pool)

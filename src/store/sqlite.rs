@@ -8,29 +8,23 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, SqliteConnection, SqlitePool};
-use tokio::sync::{mpsc, oneshot};
+use sqlx::{Connection, QueryBuilder, SqliteConnection, SqlitePool};
+use tokio::sync::Mutex;
 
-use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, position};
+use std::collections::HashSet;
+
+use uuid::Uuid;
+
+use super::batch::{self, Job};
+use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, first_outcome, position};
 use crate::edi::ack;
-use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
-
-/// Deliveries waiting for the writer before senders wait for room.
-const QUEUE: usize = 1024;
-/// Deliveries committed together at most.
-const MAX_BATCH: usize = 128;
+use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
 /// The pool (for reads) and the queue of the writer task.
 #[derive(Clone)]
 pub(super) struct Sqlite {
     pub(super) pool: SqlitePool,
-    jobs: mpsc::Sender<Job>,
-}
-
-struct Job {
-    delivery: Arc<Delivery>,
-    first: FirstAttempt,
-    reply: oneshot::Sender<Result<Outcome, StoreError>>,
+    queue: batch::Queue,
 }
 
 impl Sqlite {
@@ -44,11 +38,33 @@ impl Sqlite {
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
+            .connect_with(connect.clone())
             .await?;
-        let (jobs, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(write_batches(pool.clone(), queue));
-        Ok(Sqlite { pool, jobs })
+        // The one writer has a connection of its own, outside the readers' pool (one page cache for
+        // every write), opened again after an error.
+        let writer = Arc::new(Mutex::new(None::<SqliteConnection>));
+        let queue = batch::Queue::start(1, move |jobs| {
+            let (connect, writer) = (connect.clone(), Arc::clone(&writer));
+            async move {
+                let mut connection = writer.lock().await;
+                let committed = async {
+                    let conn = match &mut *connection {
+                        Some(conn) => conn,
+                        None => connection.insert(SqliteConnection::connect_with(&connect).await?),
+                    };
+                    commit_batch(conn, &jobs).await
+                };
+                let outcomes = match committed.await {
+                    Ok(outcomes) => outcomes,
+                    Err(error) => {
+                        *connection = None;
+                        batch::all_failed(&jobs, &error)
+                    }
+                };
+                (jobs, outcomes)
+            }
+        });
+        Ok(Sqlite { pool, queue })
     }
 
     /// Queues a delivery for the writer and waits for its committed outcome.
@@ -57,32 +73,7 @@ impl Sqlite {
         delivery: Arc<Delivery>,
         first: FirstAttempt,
     ) -> Result<Outcome, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let stopped = || StoreError::Unavailable(sqlx::Error::PoolClosed);
-        self.jobs.send(Job { delivery, first, reply }).await.map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
-    }
-}
-
-/// The writer task: runs until every sender is gone.
-async fn write_batches(pool: SqlitePool, mut queue: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let outcomes = match commit_batch(&pool, &batch).await {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                let failed = || {
-                    StoreError::Unavailable(sqlx::Error::Protocol(format!(
-                        "the group commit failed: {error}"
-                    )))
-                };
-                batch.iter().map(|_| Err(failed())).collect()
-            }
-        };
-        for (job, outcome) in batch.drain(..).zip(outcomes) {
-            // A sender that gave up (timeout) finds its delivery committed when it retries.
-            let _ = job.reply.send(outcome);
-        }
+        self.queue.record(delivery, first).await
     }
 }
 
@@ -90,46 +81,47 @@ async fn write_batches(pool: SqlitePool, mut queue: mpsc::Receiver<Job>) {
 /// rolled back and each job is recorded again in a transaction of its own, so that the failure stays
 /// its own (rare, and cheaper on the common path than a savepoint per delivery).
 async fn commit_batch(
-    pool: &SqlitePool,
+    conn: &mut SqliteConnection,
     batch: &[Job],
 ) -> Result<Vec<Result<Outcome, StoreError>>, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let mut outcomes = Vec::with_capacity(batch.len());
-    for job in batch {
-        match record_one(&mut tx, &job.delivery, &job.first).await {
-            Ok(outcome) => outcomes.push(Ok(outcome)),
-            Err(_) if batch.len() > 1 => {
-                tx.rollback().await?;
-                return Ok(one_by_one(pool, batch).await);
-            }
-            Err(error) => return Ok(vec![Err(error)]),
+    let jobs: Vec<&Job> = batch.iter().collect();
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    match record_batch(&mut tx, &jobs).await {
+        Ok(outcomes) => {
+            tx.commit().await?;
+            Ok(outcomes.into_iter().map(Ok).collect())
+        }
+        Err(error) => {
+            tx.rollback().await?;
+            if batch.len() > 1 { Ok(one_by_one(conn, batch).await) } else { Ok(vec![Err(error)]) }
         }
     }
-    tx.commit().await?;
-    Ok(outcomes)
 }
 
 /// Records each job in a transaction of its own.
-async fn one_by_one(pool: &SqlitePool, batch: &[Job]) -> Vec<Result<Outcome, StoreError>> {
+async fn one_by_one(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Outcome, StoreError>> {
     let mut outcomes = Vec::with_capacity(batch.len());
     for job in batch {
         let recorded = async {
-            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-            let outcome = record_one(&mut tx, &job.delivery, &job.first).await?;
-            tx.commit().await?;
-            Ok(outcome)
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+            match record_batch(&mut tx, &[job]).await {
+                Ok(mut outcome) => {
+                    tx.commit().await?;
+                    outcome.pop().ok_or_else(|| StoreError::Corrupt("a delivery without an outcome".into()))
+                }
+                Err(error) => {
+                    tx.rollback().await?;
+                    Err(error)
+                }
+            }
         };
         outcomes.push(recorded.await);
     }
     outcomes
 }
 
-const CLAIM: &str = "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id,
-        receiver_qualifier, receiver_id, control_number, payload_sha256, payload, content_type, status,
-        response_body, received_at, processed_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
-    ON CONFLICT (source, message_id) DO NOTHING
-    RETURNING id, true AS fresh, status, payload_sha256, NULL AS response_body, NULL AS ack_control_number";
+/// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
+const BATCH_ROWS: usize = 500;
 
 const READ: &str =
     "SELECT id, false AS fresh, status, payload_sha256, response_body, NULL AS ack_control_number
@@ -142,45 +134,103 @@ const REPLACE_REJECTED: &str =
         payload_purged_at = NULL
     WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $16";
 
-/// Claims the key (the write lock is held: nobody else can claim or replace meanwhile) and writes
-/// the effects when the row is this delivery's.
-async fn record_one(
-    tx: &mut SqliteConnection,
-    d: &Delivery,
-    first: &FirstAttempt,
-) -> Result<Outcome, StoreError> {
-    let claimed: Option<Claim> =
-        bind_inbox_row!(sqlx::query_as::<_, Claim>(CLAIM), d).fetch_optional(&mut *tx).await?;
-    let claim = match claimed {
-        Some(claim) => claim,
-        None => sqlx::query_as(READ).bind(&d.key.source).bind(&d.key.message_id).fetch_one(&mut *tx).await?,
-    };
-    match decide(claim, d) {
-        Next::Done(Outcome::Recorded { .. }) => write_effects(tx, d, first).await,
-        Next::Done(outcome) => Ok(outcome),
-        Next::ReplaceRejected { previous_fingerprint } => {
-            bind_inbox_row!(sqlx::query(REPLACE_REJECTED), d)
-                .bind(previous_fingerprint)
-                .execute(&mut *tx)
-                .await?;
-            write_effects(tx, d, first).await
+/// Records the jobs in the open transaction (the write lock is held: nobody else claims or replaces
+/// meanwhile), with a handful of statements whatever their number: one multi-row claim, a read for
+/// each key that another row holds (an earlier job of the same batch included), one allocation of
+/// acknowledgement numbers, then every fresh delivery's documents, invoices, lines, acknowledgement
+/// and audit row in multi-row inserts.
+async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Outcome>, StoreError> {
+    let mut claimed = HashSet::new();
+    for chunk in jobs.chunks(BATCH_ROWS) {
+        let ids: Vec<Uuid> = QueryBuilder::new(
+            "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier,
+                receiver_id, control_number, payload_sha256, payload, content_type, status, response_body,
+                received_at, processed_at) ",
+        )
+        .push_values(chunk, |mut row, job| {
+            let d = &job.delivery;
+            row.push_bind(d.id)
+                .push_bind(&d.key.source)
+                .push_bind(&d.key.message_id)
+                .push_bind(d.envelope.standard.as_str())
+                .push_bind(&d.envelope.sender.qualifier)
+                .push_bind(&d.envelope.sender.id)
+                .push_bind(&d.envelope.receiver.qualifier)
+                .push_bind(&d.envelope.receiver.id)
+                .push_bind(&d.envelope.control_number)
+                .push_bind(&d.fingerprint)
+                .push_bind(d.payload.as_ref())
+                .push_bind(&d.content_type)
+                .push_bind(d.status.as_str())
+                .push_bind(&d.response)
+                .push_bind(d.received_at)
+                .push_bind(d.received_at);
+        })
+        .push(" ON CONFLICT (source, message_id) DO NOTHING RETURNING id")
+        .build_query_scalar()
+        .fetch_all(&mut *tx)
+        .await?;
+        claimed.extend(ids);
+    }
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(jobs.len());
+    let mut fresh: Vec<&Job> = Vec::new();
+    for job in jobs {
+        let d = &job.delivery;
+        if claimed.contains(&d.id) {
+            fresh.push(job);
+            outcomes.push(None);
+            continue;
+        }
+        let holder: Claim =
+            sqlx::query_as(READ).bind(&d.key.source).bind(&d.key.message_id).fetch_one(&mut *tx).await?;
+        match decide(holder, d) {
+            Next::Done(outcome) => outcomes.push(Some(outcome)),
+            Next::ReplaceRejected { previous_fingerprint } => {
+                bind_inbox_row!(sqlx::query(REPLACE_REJECTED), d)
+                    .bind(previous_fingerprint)
+                    .execute(&mut *tx)
+                    .await?;
+                fresh.push(job);
+                outcomes.push(None);
+            }
         }
     }
+    let numbers = write_effects(tx, &fresh).await?;
+    let mut numbers = numbers.into_iter();
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Some(outcome) => Ok(outcome),
+            None => numbers
+                .next()
+                .map(|ack_control_number| Outcome::Recorded { ack_control_number })
+                .ok_or_else(|| StoreError::Corrupt("fewer acknowledgement numbers than deliveries".into())),
+        })
+        .collect()
 }
 
-/// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
-const BATCH_ROWS: usize = 500;
+/// Largest acknowledgement control number; the sequence then starts again at 1.
+const MAX_ACK_CONTROL_NUMBER: i64 = 999_999_999;
 
-/// Writes documents, invoices, lines (in multi-row batches), the acknowledgement and the audit row of
-/// a fresh delivery.
-async fn write_effects(
-    tx: &mut SqliteConnection,
-    d: &Delivery,
-    first: &FirstAttempt,
-) -> Result<Outcome, StoreError> {
-    for batch in d.documents.chunks(BATCH_ROWS) {
+/// Writes documents, invoices, lines, acknowledgements and audit rows of the fresh deliveries in
+/// multi-row inserts; returns their acknowledgement control numbers, in order.
+async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<i64>, StoreError> {
+    if fresh.is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = i64::try_from(fresh.len()).unwrap_or(i64::MAX);
+    let allocated: i64 =
+        sqlx::query_scalar("UPDATE ack_sequence SET last = last + $1 WHERE id = 1 RETURNING last")
+            .bind(count)
+            .fetch_one(&mut *tx)
+            .await?;
+    let numbers: Vec<i64> =
+        (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
+    let documents: Vec<(&Delivery, &StoredDocument)> =
+        fresh.iter().flat_map(|job| job.delivery.documents.iter().map(|doc| (&*job.delivery, doc))).collect();
+    for batch in documents.chunks(BATCH_ROWS) {
         QueryBuilder::new("INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ")
-            .push_values(batch, |mut row, stored| {
+            .push_values(batch, |mut row, (d, stored)| {
                 row.push_bind(stored.id)
                     .push_bind(d.id)
                     .push_bind(position(stored.document.position))
@@ -191,7 +241,12 @@ async fn write_effects(
             .execute(&mut *tx)
             .await?;
     }
-    let (invoices, lines) = effect_rows(d);
+    let (mut invoices, mut lines) = (Vec::new(), Vec::new());
+    for job in fresh {
+        let (more_invoices, more_lines) = effect_rows(&job.delivery);
+        invoices.extend(more_invoices);
+        lines.extend(more_lines);
+    }
     for batch in invoices.chunks(BATCH_ROWS) {
         QueryBuilder::new(
             "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency, total,
@@ -240,31 +295,41 @@ async fn write_effects(
         .execute(&mut *tx)
         .await?;
     }
-    let ack_control_number: i64 =
-        sqlx::query_scalar("UPDATE ack_sequence SET last = last % 999999999 + 1 WHERE id = 1 RETURNING last")
-            .fetch_one(&mut *tx)
+    let numbered: Vec<(&Job, i64)> = fresh.iter().copied().zip(numbers.iter().copied()).collect();
+    for batch in numbered.chunks(BATCH_ROWS) {
+        QueryBuilder::new("INSERT INTO acks (inbox_id, control_number, body, created_at) ")
+            .push_values(batch, |mut row, (job, number)| {
+                row.push_bind(job.delivery.id)
+                    .push_bind(*number)
+                    .push_bind(ack::with_control_number(&job.delivery.ack, *number))
+                    .push_bind(job.delivery.received_at);
+            })
+            .build()
+            .execute(&mut *tx)
             .await?;
-    sqlx::query("INSERT INTO acks (inbox_id, control_number, body, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(d.id)
-        .bind(ack_control_number)
-        .bind(ack::with_control_number(&d.ack, ack_control_number))
-        .bind(d.received_at)
+        QueryBuilder::new(
+            "INSERT INTO deliveries (id, partner_id, outcome, status, request_id, remote_addr, user_agent,
+                content_type, body_bytes, inbox_id, source, message_id, received_at) ",
+        )
+        .push_values(batch, |mut row, (job, _)| {
+            let (d, first) = (&job.delivery, &job.first);
+            row.push_bind(Uuid::now_v7())
+                .push_bind(&first.facts.partner_id)
+                .push_bind(first_outcome(d))
+                .push_bind(i32::from(first.status))
+                .push_bind(&first.facts.request_id)
+                .push_bind(&first.facts.remote_addr)
+                .push_bind(&first.facts.user_agent)
+                .push_bind(&first.facts.content_type)
+                .push_bind(first.facts.body_bytes)
+                .push_bind(d.id)
+                .push_bind(&d.key.source)
+                .push_bind(&d.key.message_id)
+                .push_bind(d.received_at);
+        })
+        .build()
         .execute(&mut *tx)
         .await?;
-    bind_audit_row!(
-        sqlx::query(
-            "INSERT INTO deliveries (id, partner_id, outcome, status, request_id, remote_addr, user_agent,
-                content_type, body_bytes, inbox_id, source, message_id, received_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-        ),
-        d,
-        first
-    )
-    .bind(d.id)
-    .bind(&d.key.source)
-    .bind(&d.key.message_id)
-    .bind(d.received_at)
-    .execute(&mut *tx)
-    .await?;
-    Ok(Outcome::Recorded { ack_control_number })
+    }
+    Ok(numbers)
 }

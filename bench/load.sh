@@ -66,7 +66,7 @@ for backend in postgres sqlite; do
       export EDI_INBOX_LOAD_API_KEY=$key
     fi
     echo "edi-inbox on $backend, $auth ..." >&2
-    RUST_LOG=warn,edi_inbox=info EDI_INBOX_DB_MAX_CONNECTIONS=32 EDI_INBOX_MAX_IN_FLIGHT=1024 \
+    RUST_LOG=warn,edi_inbox=info \
       start_server "$work/server.log" target/release/edi-inbox "${flags[@]}"
     target/release/examples/load "http://$address" 8 2 unique >/dev/null
     for c in "${levels[@]}"; do

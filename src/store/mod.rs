@@ -6,7 +6,10 @@
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::store::Db::Postgres($pool) => $body,
+            $crate::store::Db::Postgres(postgres) => {
+                let $pool = &postgres.pool;
+                $body
+            }
             $crate::store::Db::Sqlite(sqlite) => {
                 let $pool = &sqlite.pool;
                 $body
@@ -44,22 +47,6 @@ macro_rules! bind_inbox_row {
     };
 }
 
-/// Binds the nine values of the audit row a first delivery writes with itself.
-macro_rules! bind_audit_row {
-    ($query:expr, $d:expr, $audit:expr) => {
-        $query
-            .bind(::uuid::Uuid::now_v7())
-            .bind(&$audit.facts.partner_id)
-            .bind($crate::store::first_outcome($d))
-            .bind(i32::from($audit.status))
-            .bind(&$audit.facts.request_id)
-            .bind(&$audit.facts.remote_addr)
-            .bind(&$audit.facts.user_agent)
-            .bind(&$audit.facts.content_type)
-            .bind($audit.facts.body_bytes)
-    };
-}
-
 mod audit;
 mod batch;
 mod partners;
@@ -73,7 +60,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
@@ -92,7 +78,7 @@ pub struct Store {
 
 #[derive(Clone)]
 enum Db {
-    Postgres(PgPool),
+    Postgres(postgres::Postgres),
     Sqlite(sqlite::Sqlite),
 }
 
@@ -226,7 +212,7 @@ impl Store {
     /// starts the background audit writer (and, on SQLite, the group-commit writer).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
         let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Db::Postgres(postgres::connect(url, options).await?)
+            Db::Postgres(postgres::Postgres::connect(url, options).await?)
         } else if url.starts_with("sqlite:") {
             Db::Sqlite(sqlite::Sqlite::connect(url, options).await?)
         } else {
@@ -244,7 +230,7 @@ impl Store {
     /// Applies the migrations of this backend that are not applied yet.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match &self.db {
-            Db::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+            Db::Postgres(postgres) => sqlx::migrate!("migrations/postgres").run(&postgres.pool).await?,
             Db::Sqlite(sqlite) => sqlx::migrate!("migrations/sqlite").run(&sqlite.pool).await?,
         }
         Ok(())
@@ -279,7 +265,7 @@ impl Store {
             }
         }
         let outcome = match &self.db {
-            Db::Postgres(pool) => postgres::record(pool, delivery, first).await?,
+            Db::Postgres(postgres) => postgres.record(Arc::clone(delivery), first.clone()).await?,
             Db::Sqlite(sqlite) => sqlite.record(Arc::clone(delivery), first.clone()).await?,
         };
         let processed = |id: Uuid, response: &str| replays::Processed {

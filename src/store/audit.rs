@@ -210,6 +210,7 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
                     .push_bind(a.at);
             })
             .build()
+            .persistent(false)
             .execute(&mut *tx)
             .await?;
         }
@@ -234,6 +235,7 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
                     request_id = excluded.request_id",
             )
             .build()
+            .persistent(false)
             .execute(&mut *tx)
             .await?;
         }

@@ -121,6 +121,8 @@ async fn one_by_one(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Ou
 }
 
 /// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
+/// Their text varies with the row count, so they are not kept prepared (`persistent(false)`): a
+/// cache of one prepared statement per batch size held tens of MiB.
 const BATCH_ROWS: usize = 500;
 
 const READ: &str =
@@ -168,6 +170,7 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
         })
         .push(" ON CONFLICT (source, message_id) DO NOTHING RETURNING id")
         .build_query_scalar()
+        .persistent(false)
         .fetch_all(&mut *tx)
         .await?;
         claimed.extend(ids);
@@ -238,6 +241,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                     .push_bind(&stored.document.control_number);
             })
             .build()
+            .persistent(false)
             .execute(&mut *tx)
             .await?;
     }
@@ -273,6 +277,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(&i.allowances_charges);
         })
         .build()
+        .persistent(false)
         .execute(&mut *tx)
         .await?;
     }
@@ -292,6 +297,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(&l.amount);
         })
         .build()
+        .persistent(false)
         .execute(&mut *tx)
         .await?;
     }
@@ -305,6 +311,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                     .push_bind(job.delivery.received_at);
             })
             .build()
+            .persistent(false)
             .execute(&mut *tx)
             .await?;
         QueryBuilder::new(
@@ -328,6 +335,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(d.received_at);
         })
         .build()
+        .persistent(false)
         .execute(&mut *tx)
         .await?;
     }

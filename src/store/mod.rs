@@ -264,10 +264,11 @@ impl Store {
                 return Ok(outcome);
             }
         }
-        let outcome = match &self.db {
-            Db::Postgres(postgres) => postgres.record(Arc::clone(delivery), first.clone()).await?,
-            Db::Sqlite(sqlite) => sqlite.record(Arc::clone(delivery), first.clone()).await?,
+        let queue = match &self.db {
+            Db::Postgres(postgres) => &postgres.queue,
+            Db::Sqlite(sqlite) => &sqlite.queue,
         };
+        let outcome = queue.record(Arc::clone(delivery), first.clone()).await?;
         let processed = |id: Uuid, response: &str| replays::Processed {
             id,
             fingerprint: delivery.fingerprint.clone(),

@@ -8,7 +8,6 @@
 //! conflict. No row is updated by more than one delivery.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use sqlx::PgPool;
 use sqlx::postgres::{PgArguments, PgPoolOptions};
@@ -16,7 +15,7 @@ use sqlx::query::QueryAs;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, first_outcome, position};
+use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
@@ -24,7 +23,7 @@ use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 #[derive(Clone)]
 pub(super) struct Postgres {
     pub(super) pool: PgPool,
-    queue: batch::Queue,
+    pub(super) queue: batch::Queue,
 }
 
 impl Postgres {
@@ -48,15 +47,6 @@ impl Postgres {
             }
         });
         Ok(Postgres { pool, queue })
-    }
-
-    /// Queues a delivery for a writer and waits for its committed outcome.
-    pub(super) async fn record(
-        &self,
-        delivery: Arc<Delivery>,
-        first: FirstAttempt,
-    ) -> Result<Outcome, StoreError> {
-        self.queue.record(delivery, first).await
     }
 }
 

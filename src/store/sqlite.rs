@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{FirstAttempt, StoreError, StoreOptions, effect_rows, first_outcome, position};
+use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
@@ -24,7 +24,7 @@ use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 #[derive(Clone)]
 pub(super) struct Sqlite {
     pub(super) pool: SqlitePool,
-    queue: batch::Queue,
+    pub(super) queue: batch::Queue,
 }
 
 impl Sqlite {
@@ -65,15 +65,6 @@ impl Sqlite {
             }
         });
         Ok(Sqlite { pool, queue })
-    }
-
-    /// Queues a delivery for the writer and waits for its committed outcome.
-    pub(super) async fn record(
-        &self,
-        delivery: Arc<Delivery>,
-        first: FirstAttempt,
-    ) -> Result<Outcome, StoreError> {
-        self.queue.record(delivery, first).await
     }
 }
 

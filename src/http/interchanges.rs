@@ -461,9 +461,11 @@ pub async fn get_interchange(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let row = ctx.store.interchange(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
-    let body = match Status::parse(&row.status) {
-        Some(Status::Processed) => row.response_body,
-        _ => serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?,
+    let body = match row.status {
+        Status::Processed => row.response_body,
+        Status::Rejected => {
+            serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?
+        }
     };
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response())
 }

@@ -36,6 +36,14 @@ impl Status {
     }
 }
 
+impl TryFrom<String> for Status {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Status, String> {
+        Status::parse(&text).ok_or_else(|| format!("{text:?} is not an interchange status"))
+    }
+}
+
 /// The idempotency key: `{standard}:{qualifier}:{sender id}` plus the interchange control number.
 pub fn key(envelope: &Envelope) -> IdempotencyKey {
     IdempotencyKey {
@@ -202,7 +210,8 @@ pub struct Claim {
     pub id: Uuid,
     /// True when this delivery's row was written (first delivery, or replacing a rejected one).
     pub fresh: bool,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub payload_sha256: String,
     /// The stored response; only read back when the row is not fresh.
     pub response_body: Option<String>,
@@ -240,7 +249,7 @@ pub fn decide(claim: Claim, delivery: &Delivery) -> Next {
             ack_control_number: claim.ack_control_number.unwrap_or_default(),
         });
     }
-    let status = Status::parse(&claim.status).unwrap_or(Status::Processed);
+    let status = claim.status;
     if claim.payload_sha256 == delivery.fingerprint {
         return Next::Done(Outcome::Replayed {
             id: claim.id,

@@ -173,7 +173,8 @@ pub struct StoreOptions {
 #[derive(Debug, sqlx::FromRow)]
 pub struct StoredInterchange {
     pub id: Uuid,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub standard: String,
     pub sender_qualifier: String,
     pub sender_id: String,
@@ -255,7 +256,7 @@ impl Store {
             let claim = Claim {
                 id: cached.id,
                 fresh: false,
-                status: Status::Processed.as_str().to_owned(),
+                status: Status::Processed,
                 payload_sha256: cached.fingerprint,
                 response_body: Some(cached.response),
                 ack_control_number: None,

@@ -597,3 +597,27 @@ fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>) {
 fn position(position: usize) -> i32 {
     i32::try_from(position).unwrap_or(i32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unsupported_url_is_reported_without_its_password() {
+        let options = StoreOptions {
+            max_connections: 1,
+            acquire_timeout: Duration::from_secs(1),
+            replay_cache_bytes: 0,
+            partner_cache_ttl: Duration::from_secs(1),
+        };
+        let Err(error) = Store::connect("mysql://app:s3cr3t@db.example/inbox", &options).await else {
+            panic!("mysql is not supported");
+        };
+        let message = error.to_string();
+        assert!(
+            !message.contains("s3cr3t") && message.contains("mysql://app:***@db.example/inbox"),
+            "{message}"
+        );
+        assert_eq!(redacted("postgres://app@db/inbox"), "postgres://app@db/inbox");
+    }
+}

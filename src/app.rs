@@ -1,10 +1,14 @@
 //! Start-up wiring shared by the binary and the tests: connect, migrate, bind, serve.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
-use crate::config::{DatabaseConfig, ServerConfig};
+use crate::accounting::{export, relay::Relay};
+use crate::config::{AccountingConfig, DatabaseConfig, ServerConfig};
 use crate::http::{self, ApiContext};
 use crate::store::{Purged, Store, StoreError};
 
@@ -15,21 +19,48 @@ pub async fn open_store(database: &DatabaseConfig) -> Result<Store, StoreError> 
     Ok(store)
 }
 
-/// A bound, not yet serving application.
+/// A bound, not yet serving application, with the background work it does while serving.
 pub struct App {
     listener: TcpListener,
     router: axum::Router,
     limits: http::ConnectionLimits,
+    relay: Option<Relay>,
+    exports: Option<ScheduledExport>,
+}
+
+/// The CSV export `serve` runs every `interval`.
+pub struct ScheduledExport {
+    pub store: Store,
+    pub dir: PathBuf,
+    pub interval: Duration,
+    pub max_invoices: u32,
 }
 
 impl App {
     /// Binds the configured address; refuses open mode on a network address unless forced.
-    pub async fn bind(store: Store, server: &ServerConfig) -> std::io::Result<App> {
+    pub async fn bind(
+        store: Store,
+        server: &ServerConfig,
+        accounting: &AccountingConfig,
+    ) -> std::io::Result<App> {
         let partner_auth = server.partner_auth().map_err(std::io::Error::other)?;
         let limits = server.connection_limits().map_err(std::io::Error::other)?;
+        let relay = match accounting.relay {
+            true => Relay::new(store.clone(), accounting).map_err(std::io::Error::other)?,
+            false => None,
+        };
+        let exports = accounting.export_dir.clone().map(|dir| ScheduledExport {
+            store: store.clone(),
+            dir,
+            interval: Duration::from_secs(accounting.export_interval),
+            max_invoices: accounting.export_max_invoices,
+        });
         let listener = TcpListener::bind(server.bind).await?;
-        let router = http::router(ApiContext::new(store, server, partner_auth));
-        Ok(App { listener, router, limits })
+        let mut ctx = ApiContext::new(store, server, partner_auth);
+        ctx.book_with_accounting = accounting.accounting_url.is_some();
+        ctx.relay = relay.as_ref().map(|relay| relay.counters.clone());
+        let router = http::router(ctx);
+        Ok(App { listener, router, limits, relay, exports })
     }
 
     /// The bound address (with the real port when port 0 was asked for).
@@ -37,8 +68,36 @@ impl App {
         self.listener.local_addr()
     }
 
+    /// Serves (relaying and exporting alongside, when configured) until `shutdown` resolves; then
+    /// finishes the requests in flight, and after them the relay's calls in flight.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        http::serve(self.listener, self.router, self.limits, shutdown).await
+        let (stop, stopped) = watch::channel(false);
+        let relay = self.relay.map(|relay| tokio::spawn(relay.run(stopped.clone())));
+        let exports = self.exports.map(|scheduled| tokio::spawn(export_periodically(scheduled, stopped)));
+        let served = http::serve(self.listener, self.router, self.limits, shutdown).await;
+        let _ = stop.send(true);
+        for task in [relay, exports].into_iter().flatten() {
+            let _ = task.await;
+        }
+        served
+    }
+}
+
+/// Runs the CSV export every `interval` until `stop`; failures are logged and retried next time.
+pub async fn export_periodically(scheduled: ScheduledExport, mut stop: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(scheduled.interval);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match export::export(&scheduled.store, &scheduled.dir, scheduled.max_invoices).await {
+            Ok(exported) if exported.files > 0 => tracing::info!(?exported, "accounting export"),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "the accounting export failed; retrying at the next interval")
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Typed configuration: every setting has a documented default, an environment variable and a flag.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -18,6 +19,8 @@ pub struct Cli {
     pub database: DatabaseConfig,
     #[command(flatten)]
     pub server: ServerConfig,
+    #[command(flatten)]
+    pub accounting: AccountingConfig,
 }
 
 #[derive(Debug, Subcommand)]
@@ -28,6 +31,11 @@ pub enum Command {
     Migrate,
     /// Print the OpenAPI document.
     Openapi,
+    /// Deliver pending outbox messages to the accounting API until stopped (what `serve` does in
+    /// the background unless `--relay false`).
+    Relay,
+    /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
+    Export,
     /// Drop stored payloads older than the retention period (keys and outcomes stay), then exit.
     Purge,
     /// Manage trading partners: who may post, as which senders, with which credentials.
@@ -216,5 +224,65 @@ impl ServerConfig {
                 self.bind
             )),
         }
+    }
+}
+
+/// The accounting side effects: the API the relay books invoices with, and the CSV export.
+#[derive(Debug, Clone, Args)]
+pub struct AccountingConfig {
+    /// URL the relay POSTs each recorded invoice to (with an `Idempotency-Key`). When set, every
+    /// invoice recorded gets an outbox message in its inbox transaction; unset, none is written.
+    #[arg(long, env = "EDI_INBOX_ACCOUNTING_URL", global = true, value_parser = http_url)]
+    pub accounting_url: Option<reqwest::Url>,
+    /// Bearer token sent to the accounting API.
+    #[arg(long, env = "EDI_INBOX_ACCOUNTING_TOKEN", global = true, hide_env_values = true)]
+    pub accounting_token: Option<String>,
+    /// Seconds one call to the accounting API may take (connecting included).
+    #[arg(long, env = "EDI_INBOX_ACCOUNTING_TIMEOUT", default_value_t = 10, global = true,
+        value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub accounting_timeout: u64,
+    /// Whether `serve` relays outbox messages itself (`false` when `edi-inbox relay` runs apart).
+    #[arg(long, env = "EDI_INBOX_RELAY", default_value_t = true, global = true, action = clap::ArgAction::Set)]
+    pub relay: bool,
+    /// Calls to the accounting API one relay makes at once.
+    #[arg(long, env = "EDI_INBOX_RELAY_CONCURRENCY", default_value_t = 16, global = true,
+        value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub relay_concurrency: u32,
+    /// Attempts per message before it is dead-lettered.
+    #[arg(long, env = "EDI_INBOX_RELAY_MAX_ATTEMPTS", default_value_t = 12, global = true,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub relay_max_attempts: u32,
+    /// Milliseconds before the first retry; each further retry waits twice as long (with jitter).
+    #[arg(long, env = "EDI_INBOX_RELAY_BACKOFF_MS", default_value_t = 2_000, global = true,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub relay_backoff_ms: u64,
+    /// Longest wait between two attempts, in milliseconds.
+    #[arg(long, env = "EDI_INBOX_RELAY_BACKOFF_MAX_MS", default_value_t = 900_000, global = true,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub relay_backoff_max_ms: u64,
+    /// Milliseconds between two looks for due messages written by other replicas or due for a
+    /// retry (messages this process records are sent at once).
+    #[arg(long, env = "EDI_INBOX_RELAY_POLL_MS", default_value_t = 1_000, global = true,
+        value_parser = clap::value_parser!(u64).range(10..))]
+    pub relay_poll_ms: u64,
+    /// Directory of the CSV export; with it, `serve` also exports every `--export-interval`.
+    #[arg(long, env = "EDI_INBOX_EXPORT_DIR", global = true)]
+    pub export_dir: Option<PathBuf>,
+    /// Seconds between two scheduled exports of `serve`.
+    #[arg(long, env = "EDI_INBOX_EXPORT_INTERVAL", default_value_t = 300, global = true,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub export_interval: u64,
+    /// Invoices per export file at most.
+    #[arg(long, env = "EDI_INBOX_EXPORT_MAX_INVOICES", default_value_t = 10_000, global = true,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub export_max_invoices: u32,
+}
+
+/// An `http://` or `https://` URL.
+fn http_url(text: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" if url.has_host() => Ok(url),
+        _ => Err(format!("{text:?} is not an http:// or https:// URL")),
     }
 }

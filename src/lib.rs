@@ -3,6 +3,44 @@
 //! `edi` parses (pure), `inbox` decides what a delivery means, `store` is the only module with SQL,
 //! `http` is the only module with status codes; `app` wires them together for the binary and tests.
 
+/// An enum stored and sent as one lowercase word: parsed once, where it is read, never compared
+/// as a string afterwards.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema, clap::ValueEnum)]
+        #[serde(rename_all = "snake_case")]
+        #[value(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+
+            fn try_from(text: String) -> Result<$name, String> {
+                $name::parse(&text).ok_or_else(|| format!("{text:?} is not a {}", stringify!($name)))
+            }
+        }
+    };
+}
+
+pub mod accounting;
 pub mod app;
 pub mod config;
 pub mod edi;

@@ -1,8 +1,10 @@
-//! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `purge`.
+//! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `relay`, `export`, `purge`,
+//! `partner`.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use edi_inbox::accounting::{export, relay::Relay};
 use edi_inbox::app::{self, App};
 use edi_inbox::config::{Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::http;
@@ -35,6 +37,27 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             app::open_store(&cli.database).await?;
             tracing::info!("migrations applied");
         }
+        Command::Relay => {
+            let store = app::open_store(&cli.database).await?;
+            let Some(relay) = Relay::new(store.clone(), &cli.accounting)? else {
+                return Err("`relay` needs the accounting API's URL: set EDI_INBOX_ACCOUNTING_URL".into());
+            };
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let relaying = tokio::spawn(relay.run(stopped));
+            shutdown_signal().await;
+            let _ = stop.send(true);
+            relaying.await?;
+            store.close().await;
+        }
+        Command::Export => {
+            let Some(dir) = &cli.accounting.export_dir else {
+                return Err("`export` needs a directory: set EDI_INBOX_EXPORT_DIR or --export-dir".into());
+            };
+            let store = app::open_store(&cli.database).await?;
+            let exported = export::export(&store, dir, cli.accounting.export_max_invoices).await?;
+            println!("{}", pretty(&exported));
+            store.close().await;
+        }
         Command::Purge => {
             let store = app::open_store(&cli.database).await?;
             let purged = app::purge(&store, cli.database.retention()).await?;
@@ -49,7 +72,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let store = app::open_store(&cli.database).await?;
             tracing::info!(backend = store.backend(), "database ready");
             let purger = tokio::spawn(app::purge_periodically(store.clone(), cli.database.retention()));
-            let app = App::bind(store.clone(), &cli.server).await?;
+            let app = App::bind(store.clone(), &cli.server, &cli.accounting).await?;
             tracing::info!(address = %app.local_addr()?, "listening");
             app.serve(shutdown_signal()).await?;
             purger.abort();

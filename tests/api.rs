@@ -53,7 +53,11 @@ async fn probes_answer(backend: Backend) {
     let live = h.app.get("/healthz").await;
     assert_eq!((live.status, live.text.as_str()), (200, "ok"));
     let ready = h.app.get("/readyz").await;
-    assert_eq!((ready.status, ready.text.as_str()), (200, "ready"));
+    assert_eq!(ready.status, 200, "{}", ready.text);
+    assert_eq!(
+        ready.json(),
+        serde_json::json!({"status": "ready", "outbox": {"pending": 0, "dead": 0, "relay_lag_seconds": 0.0}})
+    );
     assert!(live.header("x-request-id").is_some_and(|id| id.len() == 36), "a request id on every response");
     h.finish().await;
 }
@@ -268,7 +272,11 @@ async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
         "not expired yet"
     );
     let purged = edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap();
-    assert_eq!(purged, Purged { payloads: 1, attempts: 1, refusals: 0 }, "the body and the audit trail go");
+    assert_eq!(
+        purged,
+        Purged { payloads: 1, attempts: 1, refusals: 0, outbox_payloads: 0 },
+        "the body and the audit trail go"
+    );
     assert_eq!(
         edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(),
         nothing,

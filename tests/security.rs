@@ -286,7 +286,10 @@ async fn open_mode_is_refused_on_a_network_address() {
     let store = edi_inbox::app::open_store(&common::database_config(&db.url)).await.unwrap();
     let network =
         ServerConfig { bind: "0.0.0.0:0".parse().unwrap(), auth: AuthMode::Open, ..server_config() };
-    let refused = edi_inbox::app::App::bind(store.clone(), &network).await.err().expect("refused");
+    let refused = edi_inbox::app::App::bind(store.clone(), &network, &common::accounting_config(&[]))
+        .await
+        .err()
+        .expect("refused");
     assert!(refused.to_string().contains("refusing to serve without authentication"), "{refused}");
     assert_eq!(network.partner_auth(), Err(refused.to_string()));
     let forced = ServerConfig { allow_open_on_network: true, ..network.clone() };

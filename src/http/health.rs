@@ -1,16 +1,50 @@
 //! Liveness and readiness probes.
 
+use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use chrono::Utc;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::ApiContext;
 use super::problem::{ApiError, Problem};
-use crate::store::StoreError;
+use crate::store::{OutboxStats, StoreError};
 
 /// Liveness: the process serves HTTP.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = String)))]
 pub async fn healthz() -> &'static str {
     "ok"
+}
+
+/// A ready instance, with the accounting backlog (which never makes it unready: deliveries are
+/// still recorded exactly once while the accounting API is away).
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    pub outbox: Backlog,
+}
+
+/// The outbox messages not delivered yet.
+#[derive(Serialize, ToSchema)]
+pub struct Backlog {
+    pub pending: i64,
+    pub dead: i64,
+    /// Age of the oldest pending message in seconds (0 when none is pending): how far the relay lags.
+    pub relay_lag_seconds: f64,
+}
+
+impl From<OutboxStats> for Backlog {
+    fn from(stats: OutboxStats) -> Backlog {
+        Backlog { pending: stats.pending, dead: stats.dead, relay_lag_seconds: relay_lag_seconds(&stats) }
+    }
+}
+
+/// Seconds since the oldest pending message was written.
+pub fn relay_lag_seconds(stats: &OutboxStats) -> f64 {
+    stats
+        .oldest_pending
+        .map_or(0.0, |oldest| ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0)
 }
 
 /// Readiness: the database answers and all migrations are applied.
@@ -19,19 +53,22 @@ pub async fn healthz() -> &'static str {
     path = "/readyz",
     tag = "operations",
     responses(
-        (status = 200, description = "Ready", body = String),
+        (status = 200, description = "Ready", body = Readiness),
         (status = 503, description = "`unavailable`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn readyz(State(ctx): State<ApiContext>) -> Result<(StatusCode, &'static str), ApiError> {
-    match ctx.store.ready().await {
-        Ok(true) => Ok((StatusCode::OK, "ready")),
-        Ok(false) => Err(ApiError::Store(StoreError::Unavailable(sqlx::Error::Protocol(
-            "migrations are not applied".into(),
-        )))),
-        Err(error) => Err(ApiError::Store(StoreError::Unavailable(match error {
+pub async fn readyz(State(ctx): State<ApiContext>) -> Result<Json<Readiness>, ApiError> {
+    let unavailable = |error: StoreError| {
+        ApiError::Store(StoreError::Unavailable(match error {
             StoreError::Unavailable(e) | StoreError::Database(e) => e,
             other => sqlx::Error::Protocol(other.to_string()),
-        }))),
+        }))
+    };
+    match ctx.store.ready().await {
+        Ok(true) => {}
+        Ok(false) => return Err(unavailable(StoreError::Corrupt("migrations are not applied".into()))),
+        Err(error) => return Err(unavailable(error)),
     }
+    let stats = ctx.store.outbox_stats().await.map_err(unavailable)?;
+    Ok(Json(Readiness { status: "ready", outbox: stats.into() }))
 }

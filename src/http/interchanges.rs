@@ -260,7 +260,8 @@ async fn prepare(
     received_at: chrono::DateTime<Utc>,
     partner: Option<Arc<Partner>>,
 ) -> Result<Delivery, ApiError> {
-    let (limits, metrics) = (ctx.parse_limits, Arc::clone(&ctx.metrics));
+    let (limits, metrics, accounting) =
+        (ctx.parse_limits, Arc::clone(&ctx.metrics), ctx.book_with_accounting);
     let inline = body.len() <= INLINE_PARSE_BYTES;
     let work = move || {
         let mut unwrapped = Vec::new();
@@ -271,7 +272,12 @@ async fn prepare(
         }
         Ok(match interchange.documents() {
             Ok(documents) => {
-                Delivery::processed(&interchange, documents, body.clone(), content_type, received_at)
+                let mut delivery =
+                    Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
+                if accounting {
+                    delivery.book_with_accounting();
+                }
+                delivery
             }
             Err(error) => {
                 Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {

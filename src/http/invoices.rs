@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, non_empty, page_limit, parse_id};
+use crate::accounting::AccountingStatus;
 use crate::inbox::resource::{InvoicePage, InvoiceResource};
 use crate::store::InvoiceFilter;
 
@@ -40,6 +41,8 @@ pub struct InvoiceQuery {
     /// Invoice number (BIG02 / BGM 1004).
     #[param(min_length = 1)]
     number: Option<String>,
+    /// Only invoices in this state with the accounting API.
+    accounting_status: Option<AccountingStatus>,
     /// Page size, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
@@ -67,6 +70,8 @@ pub async fn list_invoices(
     let filter = InvoiceFilter {
         interchange_id: query.interchange_id,
         number: non_empty("number", query.number)?,
+        accounting_status: query.accounting_status,
+        export_id: None,
         cursor: query.cursor,
         limit: page_limit(query.limit)?,
     };

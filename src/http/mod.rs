@@ -10,6 +10,7 @@ mod invoices;
 mod limits;
 pub mod metrics;
 pub mod openapi;
+mod outbox;
 pub mod problem;
 
 use std::future::Future;
@@ -56,6 +57,10 @@ pub struct ApiContext {
     pub metrics: Arc<metrics::Metrics>,
     /// Bounds of the parser.
     pub parse_limits: crate::edi::Limits,
+    /// Every recorded invoice gets an outbox message for the accounting API.
+    pub book_with_accounting: bool,
+    /// The counters of the relay this process runs, if it runs one.
+    pub relay: Option<Arc<crate::accounting::relay::RelayCounters>>,
 }
 
 impl ApiContext {
@@ -78,6 +83,8 @@ impl ApiContext {
                 max_segments: server.max_segments,
                 max_element_length: server.max_element_length,
             },
+            book_with_accounting: false,
+            relay: None,
         }
     }
 }
@@ -105,6 +112,9 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::set_status))
         .routes(routes!(admin::issue_credential))
         .routes(routes!(admin::revoke_credential))
+        .routes(routes!(outbox::list_outbox))
+        .routes(routes!(outbox::retry_message))
+        .routes(routes!(outbox::discard_message))
         .split_for_parts()
 }
 

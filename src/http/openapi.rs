@@ -11,20 +11,24 @@ use utoipa::OpenApi;
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\
 Errors are RFC 9457 `application/problem+json` documents whose `type` is one of the stable relative URIs \
 `/problems/malformed-interchange` (400), `/problems/invalid-request` (400), `/problems/not-found` (404), \
-`/problems/unauthorized` (401), `/problems/forbidden-sender` (403), `/problems/control-number-conflict` (409), `/problems/payload-too-large` (413), \
+`/problems/unauthorized` (401), `/problems/forbidden-sender` (403), `/problems/control-number-conflict` (409), \
+`/problems/already-exists` (409), `/problems/wrong-state` (409), `/problems/payload-too-large` (413), \
 `/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), `/problems/rate-limited` (429), \
 `/problems/internal-error` (500) and `/problems/unavailable` (503). EDI errors carry \
 `segment_position`, `segment` and `element`.\n\n\
 With partner authentication (`--auth partners`, the default off loopback) deliveries need a partner's API key \
 or Standard Webhooks signature, and the read endpoints need the admin token; on loopback in open mode nothing \
-is asked.",
+is asked.\n\n\
+With an accounting API configured (`EDI_INBOX_ACCOUNTING_URL`), every recorded invoice gets an outbox message in \
+the same transaction; a relay POSTs it to that API with an `Idempotency-Key` and shows the result on the invoice \
+(`accounting`). Dead messages are listed, retried and discarded under `/v1/admin/outbox`.",
         license(name = "MIT OR Apache-2.0")
     ),
     tags(
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),
         (name = "invoices", description = "Invoices booked from processed interchanges"),
         (name = "operations", description = "Probes and metrics"),
-        (name = "admin", description = "Partner registry (admin token)"),
+        (name = "admin", description = "Partner registry and accounting outbox (admin token)"),
     )
 )]
 pub struct ApiDoc;

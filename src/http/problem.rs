@@ -66,6 +66,9 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     AlreadyExists(String),
+    /// The resource exists but is not in a state that allows this change.
+    #[error("{0}")]
+    WrongState(String),
     #[error("{0}")]
     Unauthorized(String),
     #[error("{0}")]
@@ -87,7 +90,9 @@ impl ApiError {
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Conflict { .. } | ApiError::AlreadyExists(_) => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::AlreadyExists(_) | ApiError::WrongState(_) => {
+                StatusCode::CONFLICT
+            }
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -108,6 +113,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => ("payload-too-large", "Payload too large"),
             ApiError::Conflict { .. } => ("control-number-conflict", "Control number conflict"),
             ApiError::AlreadyExists(_) => ("already-exists", "Already exists"),
+            ApiError::WrongState(_) => ("wrong-state", "Not possible in this state"),
             ApiError::NotFound => ("not-found", "Not found"),
             ApiError::BadRequest(_) => ("invalid-request", "Invalid request"),
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
@@ -170,7 +176,10 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthenticated",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::RateLimited(_) => "rate-limited",
-            ApiError::BadRequest(_) | ApiError::NotFound | ApiError::AlreadyExists(_) => "bad-request",
+            ApiError::BadRequest(_)
+            | ApiError::NotFound
+            | ApiError::AlreadyExists(_)
+            | ApiError::WrongState(_) => "bad-request",
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => "unavailable",
             ApiError::Store(_) | ApiError::Internal => "error",
         }

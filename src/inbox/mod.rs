@@ -8,6 +8,7 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
+use crate::accounting::OutboxMessage;
 use crate::edi::{Document, EdiError, Envelope, Interchange, ack};
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
@@ -82,6 +83,8 @@ pub struct Delivery {
     /// The acknowledgement (TA1/997/999 or CONTRL) with [`ack::CONTROL_NUMBER`] where the store puts
     /// the number it allocates.
     pub ack: String,
+    /// The messages to the accounting API this delivery queues, written in its transaction.
+    pub outbox: Vec<OutboxMessage>,
 }
 
 impl Delivery {
@@ -145,6 +148,7 @@ impl Delivery {
             documents: Vec::new(),
             response: String::new(),
             ack: String::new(),
+            outbox: Vec::new(),
         }
     }
 
@@ -179,6 +183,7 @@ impl Delivery {
                         id: d.invoice_id?,
                         interchange_id: self.id,
                         invoice: d.document.invoice.clone()?,
+                        accounting: None,
                     })
                 })
                 .collect(),
@@ -195,6 +200,12 @@ impl Delivery {
         if self.status == Status::Processed {
             self.response = serde_json::to_string(&self.resource(None)).unwrap_or_default();
         }
+    }
+
+    /// Queues the booking of each of this delivery's invoices with the accounting API, to be written
+    /// with the delivery itself (the transactional outbox).
+    pub fn book_with_accounting(&mut self) {
+        self.outbox = self.resource(None).invoices.iter().map(OutboxMessage::booking).collect();
     }
 
     /// The invoices this delivery books, with their ids.

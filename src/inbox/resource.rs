@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Status;
+use crate::accounting::AccountingState;
 use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.
@@ -42,6 +43,11 @@ pub struct InvoiceResource {
     pub interchange_id: Uuid,
     #[serde(flatten)]
     pub invoice: Invoice,
+    /// Where the invoice stands with the accounting API (invoice endpoints only, when an accounting
+    /// API was configured as it was recorded; never part of an interchange response, which stays
+    /// the same bytes on every replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<AccountingState>,
 }
 
 /// A received interchange: the body of `201`, of every replay, and of `GET /v1/interchanges/{id}`.

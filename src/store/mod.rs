@@ -49,6 +49,8 @@ macro_rules! bind_inbox_row {
 
 mod audit;
 mod batch;
+mod exports;
+mod outbox;
 mod partners;
 mod postgres;
 mod replays;
@@ -62,14 +64,17 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
+use crate::accounting::{AccountingState, AccountingStatus};
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
 use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, InvoiceResource};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
+pub use exports::{Export, FinishedExport};
+pub use outbox::{Leased, OutboxFilter, OutboxStats, Settlement, Transition};
 pub use partners::DeliveryAttempt;
 
 /// One of the two supported databases, with what every clone of the store shares: the cache of
-/// processed outcomes, the audit queue and the partner directory.
+/// processed outcomes, the audit queue, the partner directory and the relay's wake-up call.
 #[derive(Clone)]
 pub struct Store {
     db: Db,
@@ -92,6 +97,9 @@ struct Shared {
     replays: replays::ReplayCache,
     audit: audit::AuditQueue,
     directory: partners::DirectoryCache,
+    /// Signalled when outbox messages are committed or re-driven, so that a relay in this process
+    /// sends them at once instead of at its next poll.
+    outbox_written: tokio::sync::Notify,
 }
 
 /// The audit row of a first delivery, written by the statement that records it: the request's facts
@@ -204,6 +212,9 @@ pub struct InterchangeFilter {
 pub struct InvoiceFilter {
     pub interchange_id: Option<Uuid>,
     pub number: Option<String>,
+    pub accounting_status: Option<AccountingStatus>,
+    /// Only the invoices of this export.
+    pub export_id: Option<Uuid>,
     pub cursor: Option<Uuid>,
     pub limit: u32,
 }
@@ -223,6 +234,7 @@ impl Store {
             replays: replays::ReplayCache::new(options.replay_cache_bytes),
             audit: audit::AuditQueue::default(),
             directory: partners::DirectoryCache::new(options.partner_cache_ttl),
+            outbox_written: tokio::sync::Notify::new(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
         Ok(Store { db, shared })
@@ -278,6 +290,9 @@ impl Store {
         match &outcome {
             Outcome::Recorded { .. } if delivery.status == Status::Processed => {
                 self.shared.replays.insert(&delivery.key, processed(delivery.id, &delivery.response));
+                if !delivery.outbox.is_empty() {
+                    self.shared.outbox_written.notify_one();
+                }
             }
             Outcome::Replayed { id, status: Status::Processed, body } => {
                 self.shared.replays.insert(&delivery.key, processed(*id, body));
@@ -285,6 +300,11 @@ impl Store {
             _ => {}
         }
         Ok(outcome)
+    }
+
+    /// Resolves when this process committed or re-drove outbox messages since the last call.
+    pub async fn outbox_written(&self) {
+        self.shared.outbox_written.notified().await;
     }
 
     /// Queues the audit row of a replay or conflicting resend (written in the background).
@@ -372,36 +392,50 @@ impl Store {
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
-            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount \
+            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, \
+            o.status AS accounting_status, o.reference AS accounting_reference, \
+            o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
             FROM (SELECT * FROM invoices \
                 WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR inbox_id = $2) AND ($3 IS NULL OR number = $3) \
-                AND ($4 IS NULL OR id < $4) ORDER BY id DESC LIMIT $5) AS i \
+                AND ($4 IS NULL OR id < $4) \
+                AND ($6 IS NULL OR id IN (SELECT invoice_id FROM outbox WHERE status = $6)) \
+                AND ($7 IS NULL OR id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = $7)) \
+                ORDER BY id DESC LIMIT $5) AS i \
             LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
+            LEFT JOIN outbox o ON o.invoice_id = i.id \
             ORDER BY i.id DESC, l.line_number";
         let limit = i64::from(filter.limit);
         let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(SQL)
             .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
+            .bind(filter.accounting_status.map(AccountingStatus::as_str)).bind(filter.export_id)
             .fetch_all(pool).await?);
         let mut invoices: Vec<InvoiceResource> = Vec::new();
         for row in rows {
             let line = row.line.into_line()?;
             match invoices.last_mut() {
                 Some(last) if last.id == row.invoice.id => last.invoice.lines.extend(line),
-                _ => invoices.push(row.invoice.into_resource(line.into_iter().collect())?),
+                _ => {
+                    let mut invoice = row.invoice.into_resource(line.into_iter().collect())?;
+                    invoice.accounting = row.accounting.into_state()?;
+                    invoices.push(invoice);
+                }
             }
         }
         Ok(invoices)
     }
 
     /// Drops what the retention policy says goes after `before`: stored payloads (keys, fingerprints
-    /// and outcomes stay so that late resends are still recognised), audited attempts and refusal
-    /// counts.
+    /// and outcomes stay so that late resends are still recognised), audited attempts, refusal
+    /// counts and the payloads of outbox messages that are settled (their state stays).
     pub async fn purge(&self, before: DateTime<Utc>, now: DateTime<Utc>) -> Result<Purged, StoreError> {
         const PAYLOADS: &str = "UPDATE inbox SET payload = NULL, payload_purged_at = $2 \
             WHERE payload IS NOT NULL AND received_at < $1";
         const ATTEMPTS: &str = "DELETE FROM deliveries WHERE received_at < $1";
         const REFUSALS: &str = "DELETE FROM refusals WHERE minute < $1";
+        const SENT: &str = "UPDATE outbox SET payload = NULL \
+            WHERE payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1";
         Ok(on_pool!(self, pool => Purged {
+            outbox_payloads: sqlx::query(SENT).bind(before).execute(pool).await?.rows_affected(),
             payloads: sqlx::query(PAYLOADS).bind(before).bind(now).execute(pool).await?.rows_affected(),
             attempts: sqlx::query(ATTEMPTS).bind(before).execute(pool).await?.rows_affected(),
             refusals: sqlx::query(REFUSALS).bind(before).execute(pool).await?.rows_affected(),
@@ -423,6 +457,7 @@ pub struct Purged {
     pub payloads: u64,
     pub attempts: u64,
     pub refusals: u64,
+    pub outbox_payloads: u64,
 }
 
 /// A database URL fit for messages: without its password.
@@ -494,6 +529,7 @@ impl InvoiceRow {
         Ok(InvoiceResource {
             id: self.id,
             interchange_id: self.inbox_id,
+            accounting: None,
             invoice: Invoice {
                 number: self.number,
                 issue_date: NaiveDate::from_str(&self.issue_date)
@@ -520,6 +556,29 @@ struct InvoiceLineRow {
     invoice: InvoiceRow,
     #[sqlx(flatten)]
     line: JoinedLine,
+    #[sqlx(flatten)]
+    accounting: JoinedAccounting,
+}
+
+/// The invoice's outbox message, when it has one.
+#[derive(sqlx::FromRow)]
+struct JoinedAccounting {
+    accounting_status: Option<String>,
+    accounting_reference: Option<String>,
+    accounting_attempts: Option<i32>,
+    accounting_last_error: Option<String>,
+}
+
+impl JoinedAccounting {
+    fn into_state(self) -> Result<Option<AccountingState>, StoreError> {
+        let Some(status) = self.accounting_status else { return Ok(None) };
+        Ok(Some(AccountingState {
+            status: AccountingStatus::try_from(status).map_err(StoreError::Corrupt)?,
+            reference: self.accounting_reference,
+            attempts: self.accounting_attempts.unwrap_or_default(),
+            last_error: self.accounting_last_error,
+        }))
+    }
 }
 
 #[derive(sqlx::FromRow)]

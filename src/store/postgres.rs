@@ -1,7 +1,7 @@
 //! PostgreSQL writes. Deliveries are recorded in batches (group commit, see `batch`): one statement
 //! claims every key of the batch (`INSERT … ON CONFLICT DO NOTHING` on the unique (source,
 //! message_id) index, in key order) and writes, for the deliveries whose row is their own, documents,
-//! invoices, lines, acknowledgements and audit rows from arrays; the same statement reads the rows
+//! invoices, lines, acknowledgements, audit rows and outbox messages from arrays; the same statement reads the rows
 //! that hold the other keys, writing nothing to them. One statement is one transaction and one
 //! commit for the batch, so a delivery and its effects commit together or not at all. A concurrent
 //! duplicate waits for the winner's COMMIT in the unique index and then sees its row: a replay or a
@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::batch::{self, Job};
 use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
+use crate::accounting::{self, OutboxMessage};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
@@ -52,9 +53,9 @@ impl Postgres {
 
 /// Writes, for every row `claim` returns, that delivery's documents, invoices, lines,
 /// acknowledgement (its control number from the cycling sequence, which never waits for another
-/// delivery's COMMIT) and audit row, then selects `$tail`. The arrays cover every delivery of the
-/// batch, each row naming its delivery; only claimed deliveries' rows are written. `$16`–`$63` are
-/// bound by [`bind_effects`].
+/// delivery's COMMIT), audit row and outbox messages, then selects `$tail`. The arrays cover every
+/// delivery of the batch, each row naming its delivery; only claimed deliveries' rows are written.
+/// `$16`–`$70` are bound by [`bind_effects`].
 macro_rules! with_effects {
     ($claim:literal, $tail:literal) => {
         concat!(
@@ -109,6 +110,15 @@ macro_rules! with_effects {
                     AS a (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
                         remote_addr, user_agent, content_type, body_bytes, received_at)
                 JOIN claim ON claim.id = a.inbox_id
+            ), outbox_written AS (
+                INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status,
+                    next_attempt_at, created_at)
+                SELECT o.id, o.invoice_id, $64, o.idempotency_key, o.payload, 'pending', o.created_at,
+                    o.created_at
+                FROM unnest($65::uuid[], $66::uuid[], $67::uuid[], $68::text[], $69::text[],
+                    $70::timestamptz[])
+                    AS o (inbox_id, id, invoice_id, idempotency_key, payload, created_at)
+                JOIN claim ON claim.id = o.inbox_id
             )
             SELECT claim.id AS delivery_id, claim.id, true AS fresh, claim.status, claim.payload_sha256,
                 NULL::text AS response_body, ack_written.control_number AS ack_control_number
@@ -154,14 +164,14 @@ const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_
         NULL::bigint AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
 
-/// Overwrites a rejected attempt that still holds fingerprint `$64` with one delivery.
+/// Overwrites a rejected attempt that still holds fingerprint `$71` with one delivery.
 const REPLACE_REJECTED: &str = with_effects!(
     "claim AS (
         UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
             receiver_qualifier = $7, receiver_id = $8, control_number = $9, payload_sha256 = $10,
             payload = $11, content_type = $12, status = $13, response_body = $14, received_at = $15,
             processed_at = $15, payload_purged_at = NULL
-        WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $64
+        WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $71
         RETURNING id, status, payload_sha256
     )",
     ""
@@ -278,11 +288,13 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
     bind_effects(query, jobs)
 }
 
-/// Binds `$16`–`$63`: documents, invoices, lines, acknowledgements and audit rows of `jobs` as
-/// column arrays, each row naming its delivery.
+/// Binds `$16`–`$70`: documents, invoices, lines, acknowledgements, audit rows and outbox messages
+/// of `jobs` as column arrays, each row naming its delivery.
 fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
     let documents: Vec<(&Delivery, &StoredDocument)> =
         jobs.iter().flat_map(|job| job.delivery.documents.iter().map(|doc| (&*job.delivery, doc))).collect();
+    let outbox: Vec<(&Delivery, &OutboxMessage)> =
+        jobs.iter().flat_map(|job| job.delivery.outbox.iter().map(|m| (&*job.delivery, m))).collect();
     let (mut invoices, mut lines) = (Vec::new(), Vec::new());
     for job in jobs {
         let (more_invoices, more_lines) = effect_rows(&job.delivery);
@@ -340,4 +352,11 @@ fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         .bind(jobs.iter().map(|job| job.first.facts.content_type.clone()).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.first.facts.body_bytes).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.delivery.received_at).collect::<Vec<_>>())
+        .bind(accounting::ACCOUNTING_API)
+        .bind(outbox.iter().map(|(d, _)| d.id).collect::<Vec<_>>())
+        .bind(outbox.iter().map(|(_, m)| m.id).collect::<Vec<_>>())
+        .bind(outbox.iter().map(|(_, m)| m.invoice_id).collect::<Vec<_>>())
+        .bind(outbox.iter().map(|(_, m)| m.idempotency_key.clone()).collect::<Vec<_>>())
+        .bind(outbox.iter().map(|(_, m)| m.payload.clone()).collect::<Vec<_>>())
+        .bind(outbox.iter().map(|(d, _)| d.received_at).collect::<Vec<_>>())
 }

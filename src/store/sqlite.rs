@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use super::batch::{self, Job};
 use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
+use crate::accounting::{self, AccountingStatus, OutboxMessage};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
@@ -206,7 +207,7 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
 /// Largest acknowledgement control number; the sequence then starts again at 1.
 const MAX_ACK_CONTROL_NUMBER: i64 = 999_999_999;
 
-/// Writes documents, invoices, lines, acknowledgements and audit rows of the fresh deliveries in
+/// Writes documents, invoices, lines, acknowledgements, audit rows and outbox messages of the fresh deliveries in
 /// multi-row inserts; returns their acknowledgement control numbers, in order.
 async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<i64>, StoreError> {
     if fresh.is_empty() {
@@ -323,6 +324,28 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(d.id)
                 .push_bind(&d.key.source)
                 .push_bind(&d.key.message_id)
+                .push_bind(d.received_at);
+        })
+        .build()
+        .persistent(false)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let outbox: Vec<(&Delivery, &OutboxMessage)> =
+        fresh.iter().flat_map(|job| job.delivery.outbox.iter().map(|m| (&*job.delivery, m))).collect();
+    for batch in outbox.chunks(BATCH_ROWS) {
+        QueryBuilder::new(
+            "INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status, next_attempt_at,
+                created_at) ",
+        )
+        .push_values(batch, |mut row, (d, m)| {
+            row.push_bind(m.id)
+                .push_bind(m.invoice_id)
+                .push_bind(accounting::ACCOUNTING_API)
+                .push_bind(&m.idempotency_key)
+                .push_bind(&m.payload)
+                .push_bind(AccountingStatus::Pending.as_str())
+                .push_bind(d.received_at)
                 .push_bind(d.received_at);
         })
         .build()

@@ -3,14 +3,17 @@
 //! over HTTP like a partner would.
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod accounting;
 pub mod partners;
+pub mod process;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Parser;
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{AuthMode, DatabaseConfig, LogFormat, ServerConfig};
+use edi_inbox::config::{AccountingConfig, AuthMode, Cli, DatabaseConfig, LogFormat, ServerConfig};
 use serde_json::Value;
 use sqlx::Connection;
 use tokio::sync::oneshot;
@@ -116,6 +119,12 @@ pub fn server_config() -> ServerConfig {
     }
 }
 
+/// The accounting settings `args` (command-line flags) give, read by the binary's own parser.
+pub fn accounting_config(args: &[&str]) -> AccountingConfig {
+    let args = std::iter::once("edi-inbox").chain(args.iter().copied());
+    Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{e}")).accounting
+}
+
 /// One running application instance.
 pub struct TestApp {
     pub address: SocketAddr,
@@ -127,8 +136,17 @@ pub struct TestApp {
 impl TestApp {
     /// Starts an instance on `database_url` (migrating it) with `server`.
     pub async fn start(database: &DatabaseConfig, server: &ServerConfig) -> TestApp {
+        TestApp::with_accounting(database, server, &accounting_config(&[])).await
+    }
+
+    /// Starts an instance that also relays and exports as `accounting` says.
+    pub async fn with_accounting(
+        database: &DatabaseConfig,
+        server: &ServerConfig,
+        accounting: &AccountingConfig,
+    ) -> TestApp {
         let store = app::open_store(database).await.expect("database opens and migrates");
-        let app = App::bind(store, server).await.expect("bind");
+        let app = App::bind(store, server, accounting).await.expect("bind");
         let address = app.local_addr().expect("address");
         let (stop, stopped) = oneshot::channel::<()>();
         let served = tokio::spawn(app.serve(async move {
@@ -220,8 +238,16 @@ impl Harness {
     }
 
     pub async fn with_server(backend: Backend, server: ServerConfig) -> Harness {
+        Harness::with_accounting(backend, server, &accounting_config(&[])).await
+    }
+
+    pub async fn with_accounting(
+        backend: Backend,
+        server: ServerConfig,
+        accounting: &AccountingConfig,
+    ) -> Harness {
         let db = TestDb::create(backend).await;
-        let app = TestApp::start(&database_config(&db.url), &server).await;
+        let app = TestApp::with_accounting(&database_config(&db.url), &server, accounting).await;
         Harness { app, db }
     }
 

@@ -1,0 +1,117 @@
+//! The accounting file format: RFC 4180 CSV, one record per invoice line (an invoice without lines
+//! gets one record with empty line columns), decimals exactly as received, CRLF line ends, a header
+//! record naming the [`COLUMNS`].
+
+use std::fmt::Display;
+
+use crate::edi::invoice::Party;
+use crate::inbox::resource::InvoiceResource;
+
+/// The columns, in order.
+pub const COLUMNS: [&str; 22] = [
+    "invoice_id",
+    "interchange_id",
+    "invoice_number",
+    "issue_date",
+    "purchase_order",
+    "currency",
+    "invoice_total",
+    "tax_total",
+    "tax_rate",
+    "seller_qualifier",
+    "seller_id",
+    "seller_name",
+    "buyer_qualifier",
+    "buyer_id",
+    "buyer_name",
+    "line_number",
+    "product_id",
+    "description",
+    "quantity",
+    "unit",
+    "unit_price",
+    "line_amount",
+];
+
+/// The file: header and records; with the number of records (lines of the file after the header).
+pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
+    let mut out = String::new();
+    let mut records = 0;
+    record(&mut out, COLUMNS.iter().map(|c| c.to_string()));
+    for resource in invoices {
+        let invoice = &resource.invoice;
+        let party = |party: &Option<Party>| {
+            let field = |get: fn(&Party) -> &Option<String>| party.as_ref().and_then(|p| get(p).clone());
+            [field(|p| &p.qualifier), field(|p| &p.id), field(|p| &p.name)]
+        };
+        let head = [
+            Some(resource.id.to_string()),
+            Some(resource.interchange_id.to_string()),
+            Some(invoice.number.clone()),
+            Some(invoice.issue_date.to_string()),
+            invoice.purchase_order.clone(),
+            Some(invoice.currency.clone()),
+            Some(invoice.total.to_string()),
+            text(invoice.tax_total),
+            text(invoice.tax_rate),
+        ]
+        .into_iter()
+        .chain(party(&invoice.seller))
+        .chain(party(&invoice.buyer));
+        let head: Vec<Option<String>> = head.collect();
+        let lines: Vec<[Option<String>; 7]> = invoice
+            .lines
+            .iter()
+            .map(|line| {
+                [
+                    Some(line.number.to_string()),
+                    line.product_id.clone(),
+                    line.description.clone(),
+                    Some(line.quantity.to_string()),
+                    line.unit.clone(),
+                    text(line.unit_price),
+                    Some(line.amount.to_string()),
+                ]
+            })
+            .collect();
+        let no_line = [const { None }; 7];
+        for line in if lines.is_empty() { std::slice::from_ref(&no_line) } else { &lines[..] } {
+            record(&mut out, head.iter().chain(line).map(|field| field.clone().unwrap_or_default()));
+            records += 1;
+        }
+    }
+    (out, records)
+}
+
+fn text(value: Option<impl Display>) -> Option<String> {
+    value.map(|v| v.to_string())
+}
+
+/// One record: fields quoted when they hold a comma, a quote or a line break (quotes doubled).
+fn record(out: &mut String, fields: impl Iterator<Item = String>) {
+    for (n, field) in fields.enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        if field.contains([',', '"', '\r', '\n']) {
+            out.push('"');
+            out.push_str(&field.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(&field);
+        }
+    }
+    out.push_str("\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_with_separators_are_quoted() {
+        let mut out = String::new();
+        record(&mut out, ["plain", "a,b", "say \"hi\"", "two\nlines", ""].into_iter().map(String::from));
+        assert_eq!(out, "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\r\n");
+    }
+}

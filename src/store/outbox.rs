@@ -1,0 +1,180 @@
+//! The outbox's SQL: leases for the relay (a row is sent by one relay at a time, on every engine),
+//! settling an attempt (only by the holder of the lease), and what operators list and re-drive.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Db, Store, StoreError, next_cursor};
+use crate::accounting::{AccountingStatus, OutboxEntry, OutboxPage};
+
+/// A message leased for one attempt.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Leased {
+    pub id: Uuid,
+    pub invoice_id: Uuid,
+    pub idempotency_key: String,
+    pub payload: String,
+    /// Attempts including this one.
+    pub attempts: i32,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    Delivered { reference: Option<String> },
+    Retry { at: DateTime<Utc>, error: String },
+    Dead { error: String },
+}
+
+/// What the relay's state looks like from outside: the backlog and its age.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct OutboxStats {
+    pub pending: i64,
+    pub dead: i64,
+    pub oldest_pending: Option<DateTime<Utc>>,
+}
+
+/// The answer to an operator's re-drive or discard.
+#[derive(Debug)]
+pub enum Transition {
+    Done(OutboxEntry),
+    NotFound,
+    /// The message is not dead: only dead messages are retried or discarded.
+    NotDead(AccountingStatus),
+}
+
+/// Filters of `GET /v1/admin/outbox`.
+#[derive(Debug, Default)]
+pub struct OutboxFilter {
+    pub status: Option<AccountingStatus>,
+    pub cursor: Option<Uuid>,
+    pub limit: u32,
+}
+
+/// Leases due messages nobody holds, oldest due first. On PostgreSQL, rows another relay is
+/// leasing right now are skipped (`SKIP LOCKED`), so concurrent relays take disjoint rows; on
+/// SQLite the write lock serialises the statement.
+const LEASE_POSTGRES: &str = "UPDATE outbox SET leased_until = $1, lease_token = $2, attempts = attempts + 1
+    WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= $3
+        AND (leased_until IS NULL OR leased_until < $3)
+        ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+    RETURNING id, invoice_id, idempotency_key, payload, attempts";
+const LEASE_SQLITE: &str = "UPDATE outbox SET leased_until = $1, lease_token = $2, attempts = attempts + 1
+    WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= $3
+        AND (leased_until IS NULL OR leased_until < $3)
+        ORDER BY next_attempt_at, id LIMIT $4)
+    RETURNING id, invoice_id, idempotency_key, payload, attempts";
+
+const ENTRY_COLUMNS: &str = "id, invoice_id, destination, idempotency_key, status, attempts, next_attempt_at, \
+    reference, last_error, created_at, delivered_at";
+
+impl Store {
+    /// Leases up to `limit` due messages until `until` under `token`.
+    pub async fn lease_outbox(
+        &self,
+        limit: usize,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        token: Uuid,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let sql = match self.db {
+            Db::Postgres(_) => LEASE_POSTGRES,
+            Db::Sqlite(_) => LEASE_SQLITE,
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        Ok(on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(until).bind(token).bind(now).bind(limit)
+            .fetch_all(pool).await?))
+    }
+
+    /// Records how an attempt ended, if `token` still holds the lease; false when it was lost
+    /// (expired and taken by another relay), in which case nothing changes.
+    pub async fn settle_outbox(
+        &self,
+        id: Uuid,
+        token: Uuid,
+        settlement: &Settlement,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        const SQL: &str = "UPDATE outbox SET status = $3, reference = $4, last_error = $5, \
+            next_attempt_at = COALESCE($6, next_attempt_at), delivered_at = $7, leased_until = NULL, \
+            lease_token = NULL WHERE id = $1 AND lease_token = $2";
+        let (status, reference, error, retry_at, delivered_at) = match settlement {
+            Settlement::Delivered { reference } => {
+                (AccountingStatus::Delivered, reference.as_deref(), None, None, Some(now))
+            }
+            Settlement::Retry { at, error } => {
+                (AccountingStatus::Pending, None, Some(error), Some(*at), None)
+            }
+            Settlement::Dead { error } => (AccountingStatus::Dead, None, Some(error), None, None),
+        };
+        let settled = on_pool!(self, pool => sqlx::query(SQL)
+            .bind(id).bind(token).bind(status.as_str()).bind(reference).bind(error).bind(retry_at)
+            .bind(delivered_at)
+            .execute(pool).await?.rows_affected());
+        Ok(settled == 1)
+    }
+
+    /// The backlog: pending and dead messages, and when the oldest pending one was written.
+    pub async fn outbox_stats(&self) -> Result<OutboxStats, StoreError> {
+        const SQL: &str = "SELECT (SELECT COUNT(*) FROM outbox WHERE status = 'pending') AS pending, \
+            (SELECT COUNT(*) FROM outbox WHERE status = 'dead') AS dead, \
+            (SELECT MIN(created_at) FROM outbox WHERE status = 'pending') AS oldest_pending";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL).fetch_one(pool).await?))
+    }
+
+    /// Newest first, keyset-paginated on the time-ordered id.
+    pub async fn outbox(&self, filter: &OutboxFilter) -> Result<OutboxPage, StoreError> {
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM outbox WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
+             ORDER BY id DESC LIMIT $3"
+        );
+        let items: Vec<OutboxEntry> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(filter.status.map(AccountingStatus::as_str))
+            .bind(filter.cursor)
+            .bind(i64::from(filter.limit))
+            .fetch_all(pool)
+            .await?);
+        let next_cursor = next_cursor(&items, filter.limit, |item| item.id);
+        Ok(OutboxPage { items, next_cursor })
+    }
+
+    /// Sends a dead message again, with a fresh budget of attempts, from `now`.
+    pub async fn redrive(&self, id: Uuid, now: DateTime<Utc>) -> Result<Transition, StoreError> {
+        let sql = format!(
+            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $2, leased_until = NULL, \
+             lease_token = NULL WHERE id = $1 AND status = 'dead' RETURNING {ENTRY_COLUMNS}"
+        );
+        let changed = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id).bind(now).fetch_optional(pool).await?);
+        if changed.is_some() {
+            self.shared.outbox_written.notify_one();
+        }
+        self.transition(id, changed).await
+    }
+
+    /// Gives up on a dead message for good.
+    pub async fn discard(&self, id: Uuid) -> Result<Transition, StoreError> {
+        let sql = format!(
+            "UPDATE outbox SET status = 'discarded' WHERE id = $1 AND status = 'dead' RETURNING {ENTRY_COLUMNS}"
+        );
+        let changed = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?);
+        self.transition(id, changed).await
+    }
+
+    /// Why a transition changed nothing, when it did not.
+    async fn transition(&self, id: Uuid, changed: Option<OutboxEntry>) -> Result<Transition, StoreError> {
+        if let Some(entry) = changed {
+            return Ok(Transition::Done(entry));
+        }
+        const SQL: &str = "SELECT status FROM outbox WHERE id = $1";
+        let status: Option<String> =
+            on_pool!(self, pool => sqlx::query_scalar(SQL).bind(id).fetch_optional(pool).await?);
+        match status {
+            None => Ok(Transition::NotFound),
+            Some(status) => {
+                Ok(Transition::NotDead(AccountingStatus::try_from(status).map_err(StoreError::Corrupt)?))
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The accounting side effect through the transactional outbox, against a real HTTP accounting
+//! API (tests/common/accounting.rs): each invoice booked exactly once through failures, timeouts,
+//! dropped connections, a relay killed mid-call and two replicas relaying at once; dead letters
+//! listed, retried and discarded through the admin API.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::accounting::{Accounting, Mode};
+use common::partners::ADMIN;
+use common::process::{self, Process};
+use common::{Backend, Harness, Reply, TestDb, accounting_config, count, eventually, fixture, server_config};
+use edi_inbox::config::{AccountingConfig, ServerConfig};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "accounting-token-for-tests";
+
+/// Relays to `accounting` quickly: 1 s timeout (so a 3 s lease), 20 ms first backoff, 50 ms polls.
+fn relaying(accounting: &Accounting, extra: &[&str]) -> AccountingConfig {
+    let url = accounting.url();
+    let mut args = vec![
+        "--accounting-url",
+        &url,
+        "--accounting-token",
+        TOKEN,
+        "--accounting-timeout",
+        "1",
+        "--relay-backoff-ms",
+        "20",
+        "--relay-poll-ms",
+        "50",
+    ];
+    args.extend_from_slice(extra);
+    accounting_config(&args)
+}
+
+fn with_admin() -> ServerConfig {
+    ServerConfig { admin_token: Some(ADMIN.into()), ..server_config() }
+}
+
+async fn admin_post(h: &Harness, path: &str) -> Reply {
+    Reply::send(h.app.client.post(h.app.url(path)).bearer_auth(ADMIN)).await
+}
+
+async fn admin_get(h: &Harness, path: &str) -> Reply {
+    Reply::send(h.app.client.get(h.app.url(path)).bearer_auth(ADMIN)).await
+}
+
+/// The invoice's accounting state once `ready` holds of it (as found after 5 s otherwise).
+async fn accounting_state(h: &Harness, invoice_id: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    eventually(
+        async || h.app.get(&format!("/v1/invoices/{invoice_id}")).await.json()["accounting"].clone(),
+        ready,
+    )
+    .await
+}
+
+fn invoice_ids(reply: &Reply) -> Vec<String> {
+    reply.json()["invoices"]
+        .as_array()
+        .expect("invoices")
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// An X12 810 of its own: the single-invoice fixture under another interchange control number.
+fn numbered(control: u32) -> Vec<u8> {
+    String::from_utf8(fixture("x12/810-single.edi"))
+        .unwrap()
+        .replace("000001142", &format!("{control:09}"))
+        .into_bytes()
+}
+
+/// First deliveries book each invoice once, with the invoice JSON and the invoice id as the
+/// Idempotency-Key; replays and conflicts queue nothing; the invoice shows what accounting said.
+async fn every_invoice_is_booked_once(backend: Backend) {
+    let accounting = Accounting::start().await;
+    let h = Harness::with_accounting(backend, with_admin(), &relaying(&accounting, &[])).await;
+    let two = h.app.post_fixture("x12/810-two-invoices-00501.edi").await;
+    assert_eq!(two.status, 201, "{}", two.text);
+    assert!(!two.text.contains("accounting"), "the interchange response never changes: {}", two.text);
+    let single = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(single.status, 201);
+    assert_eq!(h.app.post_fixture("x12/810-single.edi").await.status, 200);
+    assert_eq!(h.app.post_fixture("x12/810-single-conflict.edi").await.status, 409);
+
+    let booked = accounting.wait_for_bookings(3, Duration::from_secs(10)).await;
+    let mut expected: Vec<Value> = two.json()["invoices"].as_array().unwrap().clone();
+    expected.extend(single.json()["invoices"].as_array().unwrap().iter().cloned());
+    assert_eq!(booked.len(), 3, "{booked:?}");
+    for invoice in &expected {
+        let id = invoice["id"].as_str().unwrap();
+        let state = accounting_state(&h, id, |s| s["status"] == "delivered").await;
+        assert_eq!(
+            state,
+            json!({"status": "delivered", "reference": booked[id], "attempts": 1, "last_error": null})
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let received = accounting.received();
+    assert_eq!(received.len(), 3, "each invoice is sent once: {received:?}");
+    for request in &received {
+        assert_eq!(request.key, request.invoice_id, "the Idempotency-Key is the invoice id");
+        assert_eq!(request.authorization.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
+        assert!(
+            expected.contains(&request.body),
+            "the body is the invoice as the API shows it: {}",
+            request.body
+        );
+    }
+    assert_eq!(
+        count(&h.db.url, "SELECT COUNT(*) FROM outbox").await,
+        3,
+        "replays and conflicts queue nothing"
+    );
+    let delivered = h.app.get("/v1/invoices?accounting_status=delivered").await.json();
+    assert_eq!(delivered["items"].as_array().unwrap().len(), 3);
+    let pending = h.app.get("/v1/invoices?accounting_status=pending").await.json();
+    assert_eq!(pending["items"], json!([]));
+    let ready = h.app.get("/readyz").await.json();
+    assert_eq!(ready["outbox"], json!({"pending": 0, "dead": 0, "relay_lag_seconds": 0.0}));
+    let metrics = h.app.get("/metrics").await.text;
+    assert!(metrics.contains("edi_inbox_relay_attempts_total{result=\"delivered\"} 3"), "{metrics}");
+    assert!(metrics.contains("edi_inbox_outbox_messages{status=\"pending\"} 0"), "{metrics}");
+    h.finish().await;
+}
+
+/// Without an accounting API nothing is queued and invoices carry no accounting state.
+async fn without_an_accounting_api_nothing_is_queued(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let reply = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(reply.status, 201);
+    let invoice = h.app.get(&format!("/v1/invoices/{}", invoice_ids(&reply)[0])).await.json();
+    assert!(invoice.get("accounting").is_none(), "{invoice}");
+    assert_eq!(count(&h.db.url, "SELECT COUNT(*) FROM outbox").await, 0);
+    h.finish().await;
+}
+
+/// A 503, a booking whose answer is lost with its connection, and a call that outlives the timeout
+/// are all retried; the Idempotency-Key keeps it one booking.
+async fn failures_are_retried_and_booked_once(backend: Backend) {
+    let accounting = Accounting::start().await;
+    accounting.script([Mode::Fail(503), Mode::BookThenDrop, Mode::Hang(Duration::from_millis(2500))]);
+    let h = Harness::with_accounting(backend, with_admin(), &relaying(&accounting, &[])).await;
+    let reply = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(reply.status, 201);
+    let id = &invoice_ids(&reply)[0];
+    let state = eventually(
+        async || accounting_state(&h, id, |s| s["status"] == "delivered").await,
+        |s| s["status"] == "delivered",
+    )
+    .await;
+    assert_eq!(
+        state,
+        json!({"status": "delivered", "reference": "ACC-1", "attempts": 4, "last_error": null})
+    );
+    let received = accounting.received();
+    assert_eq!(received.len(), 4, "{received:?}");
+    assert!(received.iter().all(|r| &r.key == id));
+    assert_eq!(accounting.booked().len(), 1, "booked once");
+    h.finish().await;
+}
+
+/// An accounting API down for longer than the attempts dead-letters the message; the admin API lists
+/// it, sends it again once the API is back, and discards one the API refuses for good.
+async fn dead_letters_are_listed_retried_and_discarded(backend: Backend) {
+    let mut accounting = Accounting::start().await;
+    accounting.stop();
+    let config = relaying(&accounting, &["--relay-max-attempts", "3"]);
+    let h = Harness::with_accounting(backend, with_admin(), &config).await;
+    let reply = h.app.post_fixture("x12/810-single.edi").await;
+    let id = invoice_ids(&reply)[0].clone();
+    let state = accounting_state(&h, &id, |s| s["status"] == "dead").await;
+    assert_eq!((&state["status"], &state["attempts"]), (&json!("dead"), &json!(3)), "{state}");
+    assert!(
+        state["last_error"].as_str().is_some_and(|e| e.ends_with("(gave up after 3 attempts)")),
+        "{state}"
+    );
+
+    let dead = admin_get(&h, "/v1/admin/outbox?status=dead").await.json();
+    let items = dead["items"].as_array().unwrap();
+    assert_eq!((items.len(), items[0]["invoice_id"].as_str()), (1, Some(id.as_str())), "{dead}");
+    let message = items[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(items[0]["idempotency_key"], json!(id));
+    let listed = h.app.get("/v1/invoices?accounting_status=dead").await.json();
+    assert_eq!(listed["items"][0]["id"], json!(id));
+    assert_eq!(h.app.get("/readyz").await.json()["outbox"]["dead"], 1);
+    assert!(h.app.get("/metrics").await.text.contains("edi_inbox_outbox_messages{status=\"dead\"} 1"));
+
+    let anonymous =
+        Reply::send(h.app.client.post(h.app.url(&format!("/v1/admin/outbox/{message}/retry")))).await;
+    anonymous.assert_problem(401, "unauthorized");
+    admin_post(&h, &format!("/v1/admin/outbox/{}/retry", uuid::Uuid::now_v7()))
+        .await
+        .assert_problem(404, "not-found");
+    admin_post(&h, "/v1/admin/outbox/not-a-uuid/retry").await.assert_problem(400, "invalid-request");
+    admin_get(&h, "/v1/admin/outbox?status=lost").await.assert_problem(400, "invalid-request");
+
+    accounting.resume().await;
+    let retried = admin_post(&h, &format!("/v1/admin/outbox/{message}/retry")).await;
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    assert_eq!((&retried.json()["status"], &retried.json()["attempts"]), (&json!("pending"), &json!(0)));
+    let state = accounting_state(&h, &id, |s| s["status"] == "delivered").await;
+    assert_eq!((&state["status"], &state["attempts"]), (&json!("delivered"), &json!(1)), "{state}");
+    assert_eq!(accounting.booked().len(), 1);
+    admin_post(&h, &format!("/v1/admin/outbox/{message}/retry")).await.assert_problem(409, "wrong-state");
+    admin_post(&h, &format!("/v1/admin/outbox/{message}/discard")).await.assert_problem(409, "wrong-state");
+
+    accounting.script([Mode::Fail(422)]);
+    let refused = h.app.post_fixture("x12/810-one-line.edi").await;
+    let refused_id = invoice_ids(&refused)[0].clone();
+    let state = accounting_state(&h, &refused_id, |s| s["status"] == "dead").await;
+    assert_eq!(
+        (&state["status"], &state["attempts"]),
+        (&json!("dead"), &json!(1)),
+        "refused for good: {state}"
+    );
+    assert!(state["last_error"].as_str().is_some_and(|e| e.starts_with("HTTP 422")), "{state}");
+    let dead = admin_get(&h, "/v1/admin/outbox?status=dead").await.json();
+    let message = dead["items"][0]["id"].as_str().unwrap().to_owned();
+    let discarded = admin_post(&h, &format!("/v1/admin/outbox/{message}/discard")).await;
+    assert_eq!(
+        (discarded.status, &discarded.json()["status"]),
+        (200, &json!("discarded")),
+        "{}",
+        discarded.text
+    );
+    admin_post(&h, &format!("/v1/admin/outbox/{message}/discard")).await.assert_problem(409, "wrong-state");
+    assert_eq!(accounting.booked().len(), 1, "the refused invoice is not booked");
+    h.finish().await;
+}
+
+/// The relay process is killed (SIGKILL) after the accounting API booked the invoice and before
+/// the relay could mark it delivered: the next relay sends it again once the lease expires, and
+/// the Idempotency-Key makes that the same booking.
+async fn a_relay_killed_mid_call_books_once(backend: Backend) {
+    let accounting = Accounting::start().await;
+    let h =
+        Harness::with_accounting(backend, with_admin(), &relaying(&accounting, &["--relay", "false"])).await;
+    let reply = h.app.post_fixture("x12/810-single.edi").await;
+    let id = invoice_ids(&reply)[0].clone();
+    let url = accounting.url();
+    let relay_args =
+        ["relay", "--accounting-url", &url, "--accounting-timeout", "1", "--relay-poll-ms", "50"];
+    let first = Process::start(process::command(&h.db.url, &relay_args), false);
+    accounting.on_next_request(first.killer());
+    assert!(first.wait(Duration::from_secs(20)).is_some(), "the relay is killed:\n{}", first.log());
+    assert_eq!(accounting.booked().len(), 1, "booked before the relay died");
+    let state = accounting_state(&h, &id, |_| true).await;
+    assert_eq!(state["status"], "pending", "the relay died before settling: {state}");
+
+    let second = Process::start(process::command(&h.db.url, &relay_args), false);
+    let state = eventually(
+        async || accounting_state(&h, &id, |s| s["status"] == "delivered").await,
+        |s| s["status"] == "delivered",
+    )
+    .await;
+    assert_eq!(
+        state,
+        json!({"status": "delivered", "reference": "ACC-1", "attempts": 2, "last_error": null}),
+        "{}",
+        second.log()
+    );
+    let received = accounting.received();
+    assert_eq!(received.len(), 2, "sent again after the lease expired: {received:?}");
+    assert_eq!(accounting.booked().len(), 1, "one booking in accounting");
+    drop(second);
+    h.finish().await;
+}
+
+both_backends!(
+    every_invoice_is_booked_once,
+    without_an_accounting_api_nothing_is_queued,
+    failures_are_retried_and_booked_once,
+    dead_letters_are_listed_retried_and_discarded,
+    a_relay_killed_mid_call_books_once,
+);
+
+/// Two `serve` processes on one PostgreSQL database, each relaying, book 1,000 invoices: every one
+/// once, none sent by both at the same time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_relay_a_thousand_invoices_without_overlap() {
+    const INVOICES: u32 = 1000;
+    let accounting = Accounting::start().await;
+    let db = TestDb::create(Backend::Postgres).await;
+    let url = accounting.url();
+    let args = ["serve", "--bind", "127.0.0.1:0", "--accounting-url", &url, "--relay-poll-ms", "50"];
+    let replicas = Arc::new([
+        Process::start(process::command(&db.url, &args), true),
+        Process::start(process::command(&db.url, &args), true),
+    ]);
+    let client = reqwest::Client::new();
+    let next = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut posters = Vec::new();
+    for _ in 0..16 {
+        let (client, replicas, next) = (client.clone(), Arc::clone(&replicas), Arc::clone(&next));
+        posters.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n >= INVOICES {
+                    return;
+                }
+                let replica = &replicas[usize::try_from(n % 2).unwrap()];
+                let reply = Reply::send(
+                    client
+                        .post(replica.url("/v1/interchanges"))
+                        .header("content-type", "application/edi-x12")
+                        .body(numbered(n + 1)),
+                )
+                .await;
+                assert_eq!(reply.status, 201, "{}", reply.text);
+            }
+        }));
+    }
+    for poster in posters {
+        poster.await.expect("poster");
+    }
+    let booked = accounting.wait_for_bookings(1000, Duration::from_secs(60)).await;
+    assert_eq!(booked.len(), 1000, "{}\n{}", replicas[0].log(), replicas[1].log());
+    let delivered = eventually(
+        async || count(&db.url, "SELECT COUNT(*) FROM outbox WHERE status = 'delivered'").await,
+        |n| *n == 1000,
+    )
+    .await;
+    assert_eq!(delivered, 1000);
+    assert_eq!(accounting.overlapping(), Vec::<String>::new(), "no message sent twice at the same time");
+    let received = accounting.received();
+    let keys: HashSet<&str> = received.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!((received.len(), keys.len()), (1000, 1000), "with nothing failing, each is sent exactly once");
+    let relayed_by_both = replicas.iter().all(|r| r.log().contains("relaying to the accounting API"));
+    assert!(relayed_by_both);
+    drop(replicas);
+    db.remove().await;
+}

@@ -27,10 +27,11 @@ CREATE INDEX outbox_due ON outbox (next_attempt_at, id) WHERE status = 'pending'
 CREATE INDEX outbox_status ON outbox (status, id);
 
 -- The accounting file export: each invoice is assigned to exactly one export (the primary key),
--- and an export names its file before the file is written, so that a crashed export is written
--- again with the same name and content.
+-- and an export names its file (and the directory it goes to, `target`) before the file is
+-- written, so that a crashed export is written again with the same name and content, there.
 CREATE TABLE exports (
     id           uuid PRIMARY KEY,
+    target       text NOT NULL,
     file_name    text NOT NULL UNIQUE,
     status       text NOT NULL CHECK (status IN ('writing', 'done')),
     invoices     integer NOT NULL,
@@ -43,4 +44,5 @@ CREATE TABLE exported_invoices (
     invoice_id uuid PRIMARY KEY REFERENCES invoices (id) ON DELETE CASCADE,
     export_id  uuid NOT NULL REFERENCES exports (id) ON DELETE CASCADE
 );
+CREATE INDEX exports_target ON exports (target, status, id);
 CREATE INDEX exported_invoices_export ON exported_invoices (export_id, invoice_id);

@@ -20,6 +20,7 @@ CREATE INDEX outbox_status ON outbox (status, id);
 
 CREATE TABLE exports (
     id           BLOB PRIMARY KEY,
+    target       TEXT NOT NULL,
     file_name    TEXT NOT NULL UNIQUE,
     status       TEXT NOT NULL CHECK (status IN ('writing', 'done')),
     invoices     INTEGER NOT NULL,
@@ -32,4 +33,5 @@ CREATE TABLE exported_invoices (
     invoice_id BLOB PRIMARY KEY REFERENCES invoices (id) ON DELETE CASCADE,
     export_id  BLOB NOT NULL REFERENCES exports (id) ON DELETE CASCADE
 );
+CREATE INDEX exports_target ON exports (target, status, id);
 CREATE INDEX exported_invoices_export ON exported_invoices (export_id, invoice_id);

@@ -1,5 +1,6 @@
 //! The accounting file export. A run takes the directory's lock file (one exporter per directory at
-//! a time; the lock dies with its process), rewrites the files of exports a crash left unconfirmed,
+//! a time; the lock dies with its process), rewrites the files of exports into this directory that
+//! a crash left unconfirmed,
 //! then assigns invoices not exported yet to new exports, each written as
 //! `invoices-{time}-{export id}.csv`: into a temporary file, synced, renamed into place, the
 //! directory synced, and only then confirmed in the database. `manifest.json` lists every
@@ -56,15 +57,18 @@ pub async fn export(store: &Store, dir: &Path, max_invoices: u32) -> Result<Expo
         Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
     }
     remove_temporary_files(dir)?;
+    // The directory by its absolute path: replicas that share it mount it at the same path.
+    let canonical = std::fs::canonicalize(dir).map_err(io)?;
+    let target = canonical.to_string_lossy();
     let mut exported = Exported::default();
-    let mut pending = store.unfinished_exports().await?;
+    let mut pending = store.unfinished_exports(&target).await?;
     if !pending.is_empty() {
         tracing::info!(exports = pending.len(), "writing the files of unconfirmed exports again");
     }
     loop {
         let export = match pending.pop() {
             Some(export) => export,
-            None => match store.start_export(max_invoices, Utc::now(), file_name).await? {
+            None => match store.start_export(&target, max_invoices, Utc::now(), file_name).await? {
                 Some(export) => export,
                 None => break,
             },
@@ -73,7 +77,7 @@ pub async fn export(store: &Store, dir: &Path, max_invoices: u32) -> Result<Expo
         exported.files += 1;
         exported.invoices += usize::try_from(export.invoices).unwrap_or(0);
     }
-    write_manifest(store, dir).await?;
+    write_manifest(store, dir, &target).await?;
     drop(lock);
     Ok(exported)
 }
@@ -95,9 +99,9 @@ async fn write(store: &Store, dir: &Path, export: &Export) -> Result<(), ExportE
     Ok(())
 }
 
-/// Rewrites the manifest from the confirmed exports.
-async fn write_manifest(store: &Store, dir: &Path) -> Result<(), ExportError> {
-    let finished = store.finished_exports().await?;
+/// Rewrites the manifest from the confirmed exports into this directory.
+async fn write_manifest(store: &Store, dir: &Path, target: &str) -> Result<(), ExportError> {
+    let finished = store.finished_exports(target).await?;
     let json = serde_json::to_vec_pretty(&finished).unwrap_or_default();
     replace_file(dir, MANIFEST, &json)
 }

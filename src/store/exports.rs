@@ -1,7 +1,8 @@
 //! The accounting export's SQL. An export first assigns invoices to itself, in one transaction,
 //! under a file name chosen before the file exists; an invoice is assigned at most once (primary
 //! key), so concurrent exports take disjoint invoices. An export whose file was never confirmed
-//! (`writing`) is written again, with the same name and content, by the next run.
+//! (`writing`) is written again, with the same name and content, by the next run into the same
+//! directory (`target`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -29,21 +30,25 @@ pub struct FinishedExport {
 }
 
 impl Store {
-    /// Exports started and never finished (a crash between assigning and confirming), oldest first.
-    pub async fn unfinished_exports(&self) -> Result<Vec<Export>, StoreError> {
-        const SQL: &str = "SELECT id, file_name, invoices FROM exports WHERE status = 'writing' ORDER BY id";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL).fetch_all(pool).await?))
+    /// Exports into `target` started and never finished (a crash between assigning and
+    /// confirming), oldest first.
+    pub async fn unfinished_exports(&self, target: &str) -> Result<Vec<Export>, StoreError> {
+        const SQL: &str = "SELECT id, file_name, invoices FROM exports WHERE target = $1 AND status = 'writing' \
+            ORDER BY id";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(target).fetch_all(pool).await?))
     }
 
-    /// Assigns up to `max` invoices that no export holds yet (oldest first) to a new export named
-    /// by `file_name(id)`; `None` when there is nothing left to export.
+    /// Assigns up to `max` invoices that no export holds yet (oldest first) to a new export into
+    /// `target` named by `file_name(id)`; `None` when there is nothing left to export.
     pub async fn start_export(
         &self,
+        target: &str,
         max: u32,
         now: DateTime<Utc>,
         file_name: impl Fn(Uuid) -> String,
     ) -> Result<Option<Export>, StoreError> {
-        const CREATE: &str = "INSERT INTO exports (id, file_name, status, invoices, created_at) VALUES ($1, $2, 'writing', 0, $3)";
+        const CREATE: &str = "INSERT INTO exports (id, target, file_name, status, invoices, created_at) \
+            VALUES ($1, $4, $2, 'writing', 0, $3)";
         const ASSIGN: &str = "INSERT INTO exported_invoices (invoice_id, export_id) \
             SELECT id, $1 FROM invoices i WHERE NOT EXISTS \
                 (SELECT 1 FROM exported_invoices e WHERE e.invoice_id = i.id) \
@@ -58,6 +63,7 @@ impl Store {
                     .bind(export.id)
                     .bind(&export.file_name)
                     .bind(now)
+                    .bind(target)
                     .execute(&mut *tx)
                     .await?;
                 let assigned = sqlx::query(ASSIGN)
@@ -111,10 +117,10 @@ impl Store {
         Ok(())
     }
 
-    /// Every finished export, oldest first.
-    pub async fn finished_exports(&self) -> Result<Vec<FinishedExport>, StoreError> {
+    /// Every finished export into `target`, oldest first.
+    pub async fn finished_exports(&self, target: &str) -> Result<Vec<FinishedExport>, StoreError> {
         const SQL: &str = "SELECT file_name, invoices, lines, sha256, created_at, completed_at FROM exports \
-            WHERE status = 'done' ORDER BY id";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL).fetch_all(pool).await?))
+            WHERE target = $1 AND status = 'done' ORDER BY id";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(target).fetch_all(pool).await?))
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::process;
-use common::{Backend, Harness, fixture};
+use common::{Backend, Harness, accounting_config, eventually, fixture, server_config};
 use serde_json::Value;
 
 /// Runs `edi-inbox export` into `dir`; `crash_at` names the crash point to abort at.
@@ -158,7 +158,28 @@ async fn exporters_running_at_once_export_each_invoice_once(backend: Backend) {
     h.finish().await;
 }
 
+/// `serve --export-dir` exports on its own, every `--export-interval`.
+async fn serve_exports_on_a_schedule(backend: Backend) {
+    let root = scratch();
+    let dir = root.join("scheduled");
+    let config = accounting_config(&["--export-dir", dir.to_str().unwrap(), "--export-interval", "1"]);
+    let h = Harness::with_accounting(backend, server_config(), &config).await;
+    for n in 1..=2 {
+        assert_eq!(h.app.post(numbered(n), "application/edi-x12").await.status, 201);
+    }
+    let exported = |dir: &Path| -> u64 {
+        let Ok(manifest) = std::fs::read(dir.join("manifest.json")) else { return 0 };
+        let manifest: Vec<Value> = serde_json::from_slice(&manifest).unwrap_or_default();
+        manifest.iter().filter_map(|e| e["invoices"].as_u64()).sum()
+    };
+    assert_eq!(eventually(async || exported(&dir), |n| *n == 2).await, 2);
+    assert_eq!(check(&h, &[&dir]).await["invoices"], 2);
+    h.finish().await;
+    let _ = std::fs::remove_dir_all(root);
+}
+
 both_backends!(
+    serve_exports_on_a_schedule,
     files_match_the_invoices_api,
     a_crashed_export_still_exports_each_invoice_once,
     exporters_running_at_once_export_each_invoice_once,

@@ -12,15 +12,17 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use crate::config::AccountingConfig;
-use crate::store::{Leased, Settlement, Store};
+use crate::store::{Leased, Settled, Settlement, Store};
 
 /// The most of an answer's body the relay reads (for the reference and the error).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Attempts settled in one transaction at most.
+const MAX_SETTLED: usize = 256;
 /// The most of an error kept in `last_error`.
 const MAX_ERROR_CHARS: usize = 300;
 
@@ -150,15 +152,20 @@ impl Relay {
     }
 
     /// Relays until `stop` turns true, then waits for the calls in progress (each bounded by the
-    /// timeout) and settles them.
+    /// timeout) and settles them. Leases are taken for half the calls at a time, and the attempts
+    /// that ended meanwhile are settled together in one transaction, so that the database work per
+    /// message stays a fraction of a commit.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let relay = Arc::new(self);
+        let (ended, endings) = mpsc::unbounded_channel();
+        let settler = tokio::spawn(Arc::clone(&relay).settle(endings));
         let mut calls = JoinSet::new();
+        let refill = (relay.concurrency / 2).max(1);
         tracing::info!(url = %relay.url, concurrency = relay.concurrency, "relaying to the accounting API");
         while !*stop.borrow() {
             let free = relay.concurrency - calls.len();
             let mut leased = 0;
-            if free > 0 {
+            if free >= refill {
                 let now = Utc::now();
                 let token = Uuid::now_v7();
                 let until = now + chrono::Duration::from_std(relay.lease).unwrap_or(chrono::Duration::MAX);
@@ -166,13 +173,17 @@ impl Relay {
                     Ok(messages) => {
                         leased = messages.len();
                         for message in messages {
-                            calls.spawn(Arc::clone(&relay).attempt(message, token));
+                            let (relay, ended) = (Arc::clone(&relay), ended.clone());
+                            calls.spawn(async move {
+                                let invoice_id = message.invoice_id;
+                                let _ = ended.send((invoice_id, relay.attempt(message, token).await));
+                            });
                         }
                     }
                     Err(error) => tracing::warn!(%error, "leasing outbox messages failed; retrying"),
                 }
             }
-            if free > 0 && leased == free {
+            if free >= refill && leased == free {
                 continue; // more may be due
             }
             tokio::select! {
@@ -183,48 +194,65 @@ impl Relay {
             }
         }
         while calls.join_next().await.is_some() {}
+        drop(ended);
+        let _ = settler.await;
         tracing::info!("relay stopped");
     }
 
-    /// One attempt to deliver `message`, settled under the lease `token`.
-    async fn attempt(self: Arc<Relay>, message: Leased, token: Uuid) {
-        let answer = self.call(&message).await;
-        let now = Utc::now();
-        let (settlement, counter) = match answer {
-            Answer::Booked { reference } => (Settlement::Delivered { reference }, &self.counters.delivered),
-            Answer::Refused(error) => (Settlement::Dead { error: shortened(error) }, &self.counters.dead),
-            Answer::Transient(error) => {
-                let random = getrandom::u64().unwrap_or_default();
-                match self.policy.after_failure(message.attempts, shortened(error), now, random) {
-                    dead @ Settlement::Dead { .. } => (dead, &self.counters.dead),
-                    retry => (retry, &self.counters.retried),
-                }
-            }
-        };
-        match self.store.settle_outbox(message.id, token, &settlement, now).await {
-            Ok(true) => {
-                counter.fetch_add(1, Ordering::Relaxed);
-                match &settlement {
-                    Settlement::Delivered { .. } => {
-                        tracing::debug!(invoice_id = %message.invoice_id, "booked with the accounting API")
-                    }
-                    Settlement::Retry { at, error } => {
-                        tracing::info!(invoice_id = %message.invoice_id, %at, error, "accounting API attempt failed")
-                    }
-                    Settlement::Dead { error } => {
-                        tracing::warn!(invoice_id = %message.invoice_id, error, "outbox message dead-lettered")
+    /// Settles ended attempts as they come, whatever is waiting at once in one transaction.
+    async fn settle(self: Arc<Relay>, mut endings: mpsc::UnboundedReceiver<(Uuid, Settled)>) {
+        let mut batch = Vec::new();
+        while endings.recv_many(&mut batch, MAX_SETTLED).await > 0 {
+            let attempts: Vec<Settled> = batch.iter().map(|(_, settled)| settled.clone()).collect();
+            match self.store.settle_outbox(&attempts).await {
+                Ok(held) => {
+                    for ((invoice_id, settled), held) in batch.iter().zip(held) {
+                        self.record(*invoice_id, &settled.settlement, held);
                     }
                 }
+                // The leases expire and the messages are sent again; the Idempotency-Key makes that harmless.
+                Err(error) => tracing::warn!(%error, attempts = attempts.len(), "settling attempts failed"),
             }
-            Ok(false) => {
-                self.counters.lost_leases.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(invoice_id = %message.invoice_id, "the lease expired during the attempt");
+            batch.clear();
+        }
+    }
+
+    /// Counts and logs a settled attempt.
+    fn record(&self, invoice_id: Uuid, settlement: &Settlement, held: bool) {
+        if !held {
+            self.counters.lost_leases.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%invoice_id, "the lease expired during the attempt");
+            return;
+        }
+        match settlement {
+            Settlement::Delivered { .. } => {
+                self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%invoice_id, "booked with the accounting API");
             }
-            // The lease expires and the message is sent again; its Idempotency-Key makes that harmless.
-            Err(error) => {
-                tracing::warn!(%error, invoice_id = %message.invoice_id, "settling an attempt failed")
+            Settlement::Retry { at, error } => {
+                self.counters.retried.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(%invoice_id, %at, error, "accounting API attempt failed");
+            }
+            Settlement::Dead { error } => {
+                self.counters.dead.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%invoice_id, error, "outbox message dead-lettered");
             }
         }
+    }
+
+    /// One attempt to deliver `message`, and how it is to be settled under the lease `token`.
+    async fn attempt(&self, message: Leased, token: Uuid) -> Settled {
+        let answer = self.call(&message).await;
+        let at = Utc::now();
+        let settlement = match answer {
+            Answer::Booked { reference } => Settlement::Delivered { reference },
+            Answer::Refused(error) => Settlement::Dead { error: shortened(error) },
+            Answer::Transient(error) => {
+                let random = getrandom::u64().unwrap_or_default();
+                self.policy.after_failure(message.attempts, shortened(error), at, random)
+            }
+        };
+        Settled { id: message.id, token, settlement, at }
     }
 
     /// POSTs the message and reads the answer.

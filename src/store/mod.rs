@@ -70,7 +70,7 @@ use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, I
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
 pub use exports::{Export, FinishedExport};
-pub use outbox::{Leased, OutboxFilter, OutboxStats, Settlement, Transition};
+pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, Transition};
 pub use partners::DeliveryAttempt;
 
 /// One of the two supported databases, with what every clone of the store shares: the cache of

@@ -26,6 +26,15 @@ pub enum Settlement {
     Dead { error: String },
 }
 
+/// How one leased attempt ended, at `at`.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub id: Uuid,
+    pub token: Uuid,
+    pub settlement: Settlement,
+    pub at: DateTime<Utc>,
+}
+
 /// What the relay's state looks like from outside: the backlog and its age.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct OutboxStats {
@@ -87,32 +96,48 @@ impl Store {
             .fetch_all(pool).await?))
     }
 
-    /// Records how an attempt ended, if `token` still holds the lease; false when it was lost
-    /// (expired and taken by another relay), in which case nothing changes.
-    pub async fn settle_outbox(
-        &self,
-        id: Uuid,
-        token: Uuid,
-        settlement: &Settlement,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
+    /// Records how attempts ended, all in one transaction: for each, whether its `token` still
+    /// held the lease (false when it was lost, expired and taken by another relay; then nothing
+    /// changes for it).
+    pub async fn settle_outbox(&self, attempts: &[Settled]) -> Result<Vec<bool>, StoreError> {
         const SQL: &str = "UPDATE outbox SET status = $3, reference = $4, last_error = $5, \
             next_attempt_at = COALESCE($6, next_attempt_at), delivered_at = $7, leased_until = NULL, \
             lease_token = NULL WHERE id = $1 AND lease_token = $2";
-        let (status, reference, error, retry_at, delivered_at) = match settlement {
-            Settlement::Delivered { reference } => {
-                (AccountingStatus::Delivered, reference.as_deref(), None, None, Some(now))
-            }
-            Settlement::Retry { at, error } => {
-                (AccountingStatus::Pending, None, Some(error), Some(*at), None)
-            }
-            Settlement::Dead { error } => (AccountingStatus::Dead, None, Some(error), None, None),
-        };
-        let settled = on_pool!(self, pool => sqlx::query(SQL)
-            .bind(id).bind(token).bind(status.as_str()).bind(reference).bind(error).bind(retry_at)
-            .bind(delivered_at)
-            .execute(pool).await?.rows_affected());
-        Ok(settled == 1)
+        macro_rules! settle {
+            ($tx:expr) => {{
+                let mut tx = $tx;
+                let mut held = Vec::with_capacity(attempts.len());
+                for attempt in attempts {
+                    let (status, reference, error, retry_at, delivered_at) = match &attempt.settlement {
+                        Settlement::Delivered { reference } => {
+                            (AccountingStatus::Delivered, reference.as_deref(), None, None, Some(attempt.at))
+                        }
+                        Settlement::Retry { at, error } => {
+                            (AccountingStatus::Pending, None, Some(error), Some(*at), None)
+                        }
+                        Settlement::Dead { error } => (AccountingStatus::Dead, None, Some(error), None, None),
+                    };
+                    let updated = sqlx::query(SQL)
+                        .bind(attempt.id)
+                        .bind(attempt.token)
+                        .bind(status.as_str())
+                        .bind(reference)
+                        .bind(error)
+                        .bind(retry_at)
+                        .bind(delivered_at)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                    held.push(updated == 1);
+                }
+                tx.commit().await?;
+                Ok(held)
+            }};
+        }
+        match &self.db {
+            Db::Postgres(postgres) => settle!(postgres.pool.begin().await?),
+            Db::Sqlite(sqlite) => settle!(sqlite.pool.begin_with("BEGIN IMMEDIATE").await?),
+        }
     }
 
     /// The backlog: pending and dead messages, and when the oldest pending one was written.

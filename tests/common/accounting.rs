@@ -54,6 +54,8 @@ struct Books {
     script: Vec<Mode>,
     /// Runs on the next request, before it is answered (e.g. to kill the relay mid-call).
     on_next: Option<Box<dyn FnOnce() + Send>>,
+    /// How long each request is held before it is answered.
+    delay: Duration,
 }
 
 /// A running accounting API.
@@ -71,7 +73,8 @@ impl Accounting {
     pub async fn start() -> Accounting {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the accounting API");
         let address = listener.local_addr().expect("address");
-        let books = Arc::new(Mutex::new(Books::default()));
+        // Long enough for a second relay to collide with the first, were it to send the same message.
+        let books = Arc::new(Mutex::new(Books { delay: Duration::from_millis(5), ..Books::default() }));
         let server = Some(tokio::spawn(serve(listener, Arc::clone(&books))));
         Accounting { address, books, server }
     }
@@ -83,6 +86,11 @@ impl Accounting {
     /// The next requests get `modes`, one each, in order.
     pub fn script(&self, modes: impl IntoIterator<Item = Mode>) {
         self.books.lock().unwrap().script = modes.into_iter().collect();
+    }
+
+    /// Holds each request for `delay` before answering it.
+    pub fn set_delay(&self, delay: Duration) {
+        self.books.lock().unwrap().delay = delay;
     }
 
     /// Runs `action` when the next request arrives (after booking it), before answering it.
@@ -181,7 +189,7 @@ async fn book(State(books): State<Arc<Mutex<Books>>>, headers: HeaderMap, body: 
     let Ok(invoice) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "the body is not JSON").into_response();
     };
-    let (mode, on_next) = {
+    let (mode, on_next, delay) = {
         let mut books = books.lock().unwrap();
         books.received.push(Received {
             key: key.clone(),
@@ -196,11 +204,12 @@ async fn book(State(books): State<Arc<Mutex<Books>>>, headers: HeaderMap, body: 
             books.overlapping.push(key.clone());
         }
         let mode = if books.script.is_empty() { Mode::Book } else { books.script.remove(0) };
-        (mode, books.on_next.take())
+        (mode, books.on_next.take(), books.delay)
     };
     let _in_progress = InProgress { books: Arc::clone(&books), key: key.clone() };
-    // Long enough for a second relay to collide with this one, were it to send the same message.
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let answer = |books: &mut Books| {
         let fresh = !books.booked.contains_key(&key);
         let next = format!("ACC-{}", books.booked.len() + 1);

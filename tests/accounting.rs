@@ -272,7 +272,21 @@ async fn a_relay_killed_mid_call_books_once(backend: Backend) {
     h.finish().await;
 }
 
+/// `/readyz` is public; the backlog it reports is not: with partner authentication only the
+/// admin token shows it.
+async fn the_backlog_is_shown_to_operators_only(backend: Backend) {
+    let h = Harness::with_server(backend, common::partners::secured()).await;
+    let anonymous = h.app.get("/readyz").await;
+    assert_eq!((anonymous.status, anonymous.json()), (200, json!({"status": "ready"})));
+    let wrong = Reply::send(h.app.client.get(h.app.url("/readyz")).bearer_auth("not-the-token")).await;
+    assert_eq!(wrong.json(), json!({"status": "ready"}));
+    let operator = admin_get(&h, "/readyz").await.json();
+    assert_eq!(operator["outbox"], json!({"pending": 0, "dead": 0, "relay_lag_seconds": 0.0}));
+    h.finish().await;
+}
+
 both_backends!(
+    the_backlog_is_shown_to_operators_only,
     every_invoice_is_booked_once,
     without_an_accounting_api_nothing_is_queued,
     failures_are_retried_and_booked_once,

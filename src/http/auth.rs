@@ -181,13 +181,23 @@ pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, nex
         .into_response();
     };
     let (parts, body) = request.into_parts();
-    // Comparing digests keeps the comparison's timing independent of the token.
-    let presented = bearer(&parts).map(|token| Sha256::digest(token.as_bytes()));
-    if presented != Some(Sha256::digest(expected.as_bytes())) {
+    if !presents_token(&parts, expected) {
         ctx.metrics.security_event("bad-admin-token");
         return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
     }
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// Whether the request may see operational detail on a public route (`/readyz`): always in open
+/// mode, otherwise only with the admin token.
+pub fn is_operator(ctx: &ApiContext, parts: &Parts) -> bool {
+    !ctx.partner_auth || ctx.admin_token.as_deref().is_some_and(|expected| presents_token(parts, expected))
+}
+
+/// Whether the request carries `expected` as its bearer token; comparing digests keeps the
+/// comparison's timing independent of the token.
+fn presents_token(parts: &Parts, expected: &str) -> bool {
+    bearer(parts).map(|token| Sha256::digest(token.as_bytes())) == Some(Sha256::digest(expected.as_bytes()))
 }
 
 #[cfg(test)]

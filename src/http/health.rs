@@ -2,12 +2,13 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::request::Parts;
 use chrono::Utc;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::ApiContext;
 use super::problem::{ApiError, Problem};
+use super::{ApiContext, auth};
 use crate::store::{OutboxStats, StoreError};
 
 /// Liveness: the process serves HTTP.
@@ -16,13 +17,15 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// A ready instance, with the accounting backlog (which never makes it unready: deliveries are
-/// still recorded exactly once while the accounting API is away).
+/// A ready instance, with the accounting backlog for operators (the backlog never makes it
+/// unready: deliveries are still recorded exactly once while the accounting API is away).
 #[derive(Serialize, ToSchema)]
 pub struct Readiness {
     #[schema(example = "ready")]
     pub status: &'static str,
-    pub outbox: Backlog,
+    /// Only in open mode or with the admin token: the probe is public, the backlog is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<Backlog>,
 }
 
 /// The outbox messages not delivered yet.
@@ -47,17 +50,19 @@ pub fn relay_lag_seconds(stats: &OutboxStats) -> f64 {
         .map_or(0.0, |oldest| ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0)
 }
 
-/// Readiness: the database answers and all migrations are applied.
+/// Readiness: the database answers and all migrations are applied; with the admin token (or in
+/// open mode) also the accounting backlog and the relay lag.
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "operations",
+    security((), ("admin_token" = [])),
     responses(
         (status = 200, description = "Ready", body = Readiness),
         (status = 503, description = "`unavailable`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn readyz(State(ctx): State<ApiContext>) -> Result<Json<Readiness>, ApiError> {
+pub async fn readyz(State(ctx): State<ApiContext>, parts: Parts) -> Result<Json<Readiness>, ApiError> {
     let unavailable = |error: StoreError| {
         ApiError::Store(StoreError::Unavailable(match error {
             StoreError::Unavailable(e) | StoreError::Database(e) => e,
@@ -69,6 +74,9 @@ pub async fn readyz(State(ctx): State<ApiContext>) -> Result<Json<Readiness>, Ap
         Ok(false) => return Err(unavailable(StoreError::Corrupt("migrations are not applied".into()))),
         Err(error) => return Err(unavailable(error)),
     }
-    let stats = ctx.store.outbox_stats().await.map_err(unavailable)?;
-    Ok(Json(Readiness { status: "ready", outbox: stats.into() }))
+    let outbox = match auth::is_operator(&ctx, &parts) {
+        true => Some(ctx.store.outbox_stats().await.map_err(unavailable)?.into()),
+        false => None,
+    };
+    Ok(Json(Readiness { status: "ready", outbox }))
 }

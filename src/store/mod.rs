@@ -100,6 +100,9 @@ struct Shared {
     /// Signalled when outbox messages are committed or re-driven, so that a relay in this process
     /// sends them at once instead of at its next poll.
     outbox_written: tokio::sync::Notify,
+    /// The latest backlog figures and when they were read: probes and scrapes read them at most
+    /// once per [`outbox::STATS_TTL`].
+    outbox_stats: std::sync::Mutex<Option<(std::time::Instant, OutboxStats)>>,
 }
 
 /// The audit row of a first delivery, written by the statement that records it: the request's facts
@@ -235,6 +238,7 @@ impl Store {
             audit: audit::AuditQueue::default(),
             directory: partners::DirectoryCache::new(options.partner_cache_ttl),
             outbox_written: tokio::sync::Notify::new(),
+            outbox_stats: std::sync::Mutex::default(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
         Ok(Store { db, shared })

@@ -1,11 +1,16 @@
 //! The outbox's SQL: leases for the relay (a row is sent by one relay at a time, on every engine),
 //! settling an attempt (only by the holder of the lease), and what operators list and re-drive.
 
+use std::time::{Duration, Instant};
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Db, Store, StoreError, next_cursor};
 use crate::accounting::{AccountingStatus, OutboxEntry, OutboxPage};
+
+/// How long the backlog figures are reused.
+pub(super) const STATS_TTL: Duration = Duration::from_secs(1);
 
 /// A message leased for one attempt.
 #[derive(Debug, sqlx::FromRow)]
@@ -140,12 +145,23 @@ impl Store {
         }
     }
 
-    /// The backlog: pending and dead messages, and when the oldest pending one was written.
+    /// The backlog: pending and dead messages, and when the oldest pending one was written; read
+    /// at most once per [`STATS_TTL`], however often probes and scrapes ask.
     pub async fn outbox_stats(&self) -> Result<OutboxStats, StoreError> {
         const SQL: &str = "SELECT (SELECT COUNT(*) FROM outbox WHERE status = 'pending') AS pending, \
             (SELECT COUNT(*) FROM outbox WHERE status = 'dead') AS dead, \
             (SELECT MIN(created_at) FROM outbox WHERE status = 'pending') AS oldest_pending";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL).fetch_one(pool).await?))
+        let cached = |stats: &Option<(Instant, OutboxStats)>| {
+            stats.filter(|(read, _)| read.elapsed() < STATS_TTL).map(|(_, stats)| stats)
+        };
+        if let Some(stats) = self.shared.outbox_stats.lock().ok().and_then(|s| cached(&s)) {
+            return Ok(stats);
+        }
+        let stats: OutboxStats = on_pool!(self, pool => sqlx::query_as(SQL).fetch_one(pool).await?);
+        if let Ok(mut cache) = self.shared.outbox_stats.lock() {
+            *cache = Some((Instant::now(), stats));
+        }
+        Ok(stats)
     }
 
     /// Newest first, keyset-paginated on the time-ordered id.

@@ -12,7 +12,9 @@ use std::time::Duration;
 use common::accounting::{Accounting, Mode};
 use common::partners::ADMIN;
 use common::process::{self, Process};
-use common::{Backend, Harness, Reply, TestDb, accounting_config, count, eventually, fixture, server_config};
+use common::{
+    Backend, Harness, Reply, TestDb, accounting_config, count, eventually, numbered, server_config,
+};
 use edi_inbox::config::{AccountingConfig, ServerConfig};
 use serde_json::{Value, json};
 
@@ -65,14 +67,6 @@ fn invoice_ids(reply: &Reply) -> Vec<String> {
         .iter()
         .map(|i| i["id"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// An X12 810 of its own: the single-invoice fixture under another interchange control number.
-fn numbered(control: u32) -> Vec<u8> {
-    String::from_utf8(fixture("x12/810-single.edi"))
-        .unwrap()
-        .replace("000001142", &format!("{control:09}"))
-        .into_bytes()
 }
 
 /// First deliveries book each invoice once, with the invoice JSON and the invoice id as the

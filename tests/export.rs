@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::process;
-use common::{Backend, Harness, accounting_config, eventually, fixture, server_config};
+use common::{Backend, Harness, accounting_config, eventually, numbered, server_config};
 use serde_json::Value;
 
 /// Runs `edi-inbox export` into `dir`; `crash_at` names the crash point to abort at.
@@ -45,14 +45,6 @@ fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("edi_inbox_export_{}", uuid::Uuid::now_v7().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// An X12 810 of its own: the single-invoice fixture under another interchange control number.
-fn numbered(control: u32) -> Vec<u8> {
-    String::from_utf8(fixture("x12/810-single.edi"))
-        .unwrap()
-        .replace("000001142", &format!("{control:09}"))
-        .into_bytes()
 }
 
 fn csv_files(dir: &Path) -> Vec<String> {

@@ -329,6 +329,12 @@ pub fn fixture(path: &str) -> Vec<u8> {
     std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
+/// An X12 810 of its own: the single-invoice fixture under another interchange control number.
+pub fn numbered(control: u32) -> Vec<u8> {
+    let text = String::from_utf8(fixture("x12/810-single.edi")).expect("UTF-8");
+    text.replace("000001142", &format!("{control:09}")).into_bytes()
+}
+
 pub fn content_type_of(path: &str) -> &'static str {
     if path.starts_with("edifact") { "application/edifact" } else { "application/edi-x12" }
 }

@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# Relay benchmark, one run, fresh databases: examples/relay.rs on PostgreSQL and on SQLite; prints
-# one JSON line per backend (relay throughput next to the floor of plain POSTs to the same local
-# accounting API, and the latency from 201 to accounting).
-# Usage: bench/relay.sh [INVOICES] [CONCURRENCY]   (defaults: 2000, 16)
+# Relay benchmark, one run, fresh databases:
+#   * examples/relay.rs on PostgreSQL and on SQLite: relay throughput next to the floor of plain
+#     POSTs to the same local accounting API, and the latency from 201 to accounting (one JSON line
+#     per backend);
+#   * what the outbox costs ingest: the release server on PostgreSQL driven by examples/load.rs for
+#     SECONDS at 64 clients, without an accounting API and with one (outbox rows written, relay
+#     off, so only the write is measured).
+# Usage: bench/relay.sh [INVOICES] [CONCURRENCY] [SECONDS]   (defaults: 2000, 16, 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 invoices=${1:-2000}
 concurrency=${2:-16}
+seconds=${3:-10}
 admin=${EDI_INBOX_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
 server_url=${admin%/*}
 scripts/postgres-up
-cargo build --quiet --release --example relay
+cargo build --quiet --release --bin edi-inbox --example relay --example load
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-psql -X -q "$admin" -c "DROP DATABASE IF EXISTS edi_inbox_relay WITH (FORCE)" -c "CREATE DATABASE edi_inbox_relay" 2>/dev/null
+server=
+trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+source scripts/start-server.sh
+fresh_pg() {
+  psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>/dev/null
+}
+
+fresh_pg edi_inbox_relay
 RUST_LOG=warn target/release/examples/relay "$server_url/edi_inbox_relay" "$invoices" "$concurrency"
 RUST_LOG=warn target/release/examples/relay "sqlite://$work/relay.db" "$invoices" "$concurrency"
+
+for outbox in without with; do
+  fresh_pg edi_inbox_ingest
+  args=(--database-url "$server_url/edi_inbox_ingest" --auth open)
+  [[ $outbox == with ]] && args+=(--accounting-url http://127.0.0.1:9/unused --relay false)
+  start_server "$work/server.log" target/release/edi-inbox "${args[@]}"
+  rate=$(target/release/examples/load "http://$address" 64 "$seconds" unique | awk '{ print $6 }')
+  kill "$server"; wait "$server" 2>/dev/null || true; server=
+  echo "{\"ingest\":\"postgres, 64 clients, $outbox outbox rows\",\"per_second\":${rate:-0}}"
+done

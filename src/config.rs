@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 
 use crate::partners::NewPartner;
 use crate::store::StoreOptions;
@@ -36,6 +37,9 @@ pub enum Command {
     Relay,
     /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
     Export,
+    /// Print the effective configuration as JSON: every setting's value (secrets masked) and where
+    /// it came from (`default`, `env` or `flag`).
+    Config,
     /// Drop stored payloads older than the retention period (keys and outcomes stay), then exit.
     Purge,
     /// Manage trading partners: who may post, as which senders, with which credentials.
@@ -285,4 +289,49 @@ fn http_url(text: &str) -> Result<reqwest::Url, String> {
         "http" | "https" if url.has_host() => Ok(url),
         _ => Err(format!("{text:?} is not an http:// or https:// URL")),
     }
+}
+
+/// One setting as `edi-inbox config` shows it.
+#[derive(Debug, serde::Serialize)]
+pub struct Setting {
+    /// The flag, without its dashes.
+    pub name: String,
+    pub env: Option<String>,
+    /// As given (or defaulted), with secrets masked; `null` when unset.
+    pub value: Option<String>,
+    pub source: &'static str,
+}
+
+/// The effective value and origin of every setting in `matches` (the parse of [`Cli`]). Secrets
+/// (settings whose environment values clap hides) show as `***` when set, and a database URL
+/// without its password.
+pub fn effective(matches: &ArgMatches) -> Vec<Setting> {
+    let command = Cli::command();
+    command
+        .get_arguments()
+        .filter(|arg| arg.get_long().is_some() && !matches!(arg.get_id().as_str(), "help" | "version"))
+        .map(|arg| {
+            let id = arg.get_id().as_str();
+            let raw = matches
+                .get_raw(id)
+                .map(|values| values.map(|v| v.to_string_lossy().into_owned()).collect::<Vec<_>>().join(","));
+            let value = match raw {
+                Some(_) if arg.is_hide_env_values_set() => Some("***".to_owned()),
+                Some(url) if id == "database_url" => Some(crate::store::redacted(&url)),
+                other => other,
+            };
+            let source = match matches.value_source(id) {
+                Some(ValueSource::CommandLine) => "flag",
+                Some(ValueSource::EnvVariable) => "env",
+                Some(ValueSource::DefaultValue) => "default",
+                _ => "unset",
+            };
+            Setting {
+                name: arg.get_long().unwrap_or(id).to_owned(),
+                env: arg.get_env().map(|env| env.to_string_lossy().into_owned()),
+                value,
+                source,
+            }
+        })
+        .collect()
 }

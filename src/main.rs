@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::accounting::{export, relay::Relay};
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{Cli, Command, LogFormat, PartnerCommand};
+use edi_inbox::config::{self, Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::http;
 use edi_inbox::partners::{CredentialKind, PartnerStatus, admin};
 use edi_inbox::store::Store;
@@ -18,9 +18,13 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     init_tracing(cli.server.log_format);
-    match run(cli).await {
+    match run(cli, &matches).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error}");
@@ -30,8 +34,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Config => println!("{}", pretty(&config::effective(matches))),
         Command::Openapi => print!("{}", http::openapi::to_json(&http::openapi_document())),
         Command::Migrate => {
             app::open_store(&cli.database).await?;

@@ -465,7 +465,7 @@ pub struct Purged {
 }
 
 /// A database URL fit for messages: without its password.
-fn redacted(url: &str) -> String {
+pub fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let credentials = &url[scheme + 3..at];

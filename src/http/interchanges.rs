@@ -103,13 +103,14 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
 pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Response {
     let received_at = Utc::now();
     let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
+    let started = std::time::Instant::now();
     let mut facts = attempt_facts(&request, remote);
-    let (outcome, response) = match deliver(&ctx, request, remote, &mut facts, received_at).await {
+    let (outcome, response, key) = match deliver(&ctx, request, remote, &mut facts, received_at).await {
         Ok(answer) => {
             if let Some(attempt) = answer.attempt {
                 ctx.store.audit(attempt);
             }
-            (answer.outcome, answer.response)
+            (answer.outcome, answer.response, Some(answer.key))
         }
         Err(error) => {
             let (outcome, status) = (error.outcome(), error.status());
@@ -119,10 +120,22 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
                     ctx.limiter.refused(remote);
                 }
             }
-            (outcome, error.into_response())
+            (outcome, error.into_response(), None)
         }
     };
     ctx.metrics.delivery(outcome);
+    // One line per delivery, with what an operator searches by; never the payload or a credential.
+    tracing::info!(
+        target: "edi_inbox::delivery",
+        request_id = facts.request_id.as_deref().unwrap_or("-"),
+        partner = facts.partner_id.as_deref().unwrap_or("-"),
+        source = key.as_ref().map_or("-", |k| k.source.as_str()),
+        message_id = key.as_ref().map_or("-", |k| k.message_id.as_str()),
+        outcome,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "delivery"
+    );
     response
 }
 
@@ -142,6 +155,7 @@ struct Answer {
     outcome: &'static str,
     response: Response,
     attempt: Option<Attempt>,
+    key: IdempotencyKey,
 }
 
 /// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
@@ -346,6 +360,7 @@ async fn respond(
                 outcome: attempt.outcome,
                 response: error.into_response(),
                 attempt: Some(attempt),
+                key: delivery.key.clone(),
             });
         }
     };
@@ -370,9 +385,8 @@ async fn respond(
         (false, Status::Processed) => "recorded",
         (false, Status::Rejected) => "rejected",
     };
-    tracing::info!(source = %delivery.key.source, message_id = %delivery.key.message_id, outcome, "interchange received");
     let attempt = replayed.then(|| attempt(id, outcome, code));
-    Ok(Answer { outcome, response, attempt })
+    Ok(Answer { outcome, response, attempt, key: delivery.key.clone() })
 }
 
 /// Reads the body up to `limit` bytes (413 beyond).

@@ -119,6 +119,33 @@ pub fn server_config() -> ServerConfig {
     }
 }
 
+/// Where the tests' server logs go (JSON, one file per test process), for `scripts/check-logs`,
+/// which fails the run when a log holds a credential.
+pub fn log_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("logs")
+}
+
+/// Sends this test process's server logs (JSON, `edi_inbox` at debug) to a file of its own in
+/// [`log_dir`], once.
+fn capture_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = log_dir();
+        let _ = std::fs::create_dir_all(&dir);
+        let test = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.file_stem().map(|s| s.to_string_lossy().into_owned()));
+        let path = dir.join(format!("{}-{}.log", test.unwrap_or_default(), std::process::id()));
+        if let Ok(file) = std::fs::File::create(path) {
+            let _ = tracing_subscriber::fmt()
+                .json()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("info,sqlx=warn,edi_inbox=debug"))
+                .with_writer(std::sync::Mutex::new(file))
+                .try_init();
+        }
+    });
+}
+
 /// The accounting settings `args` (command-line flags) give, read by the binary's own parser.
 pub fn accounting_config(args: &[&str]) -> AccountingConfig {
     let args = std::iter::once("edi-inbox").chain(args.iter().copied());
@@ -145,6 +172,7 @@ impl TestApp {
         server: &ServerConfig,
         accounting: &AccountingConfig,
     ) -> TestApp {
+        capture_logs();
         let store = app::open_store(database).await.expect("database opens and migrates");
         let app = App::bind(store, server, accounting).await.expect("bind");
         let address = app.local_addr().expect("address");

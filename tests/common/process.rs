@@ -97,5 +97,9 @@ impl Drop for Process {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // Kept with the in-process servers' logs for scripts/check-logs.
+        let dir = super::log_dir();
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(dir.join(format!("process-{}.log", uuid::Uuid::now_v7())), self.log());
     }
 }

@@ -37,6 +37,12 @@ pub enum Command {
     Relay,
     /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
     Export,
+    /// Exit 0 when the server at `--bind` (or `url`) answers `GET /readyz` with 200, 1 otherwise:
+    /// the container's health check, without a shell or curl in the image.
+    Probe {
+        /// Readiness URL; default `http://{loopback or bind address}/readyz`.
+        url: Option<String>,
+    },
     /// Print the effective configuration as JSON: every setting's value (secrets masked) and where
     /// it came from (`default`, `env` or `flag`).
     Config,
@@ -187,6 +193,19 @@ pub enum LogFormat {
 }
 
 impl ServerConfig {
+    /// Where this server's readiness is asked: its bind address, or loopback when it binds every
+    /// interface.
+    pub fn readiness_url(&self) -> String {
+        let mut address = self.bind;
+        if address.ip().is_unspecified() {
+            address.set_ip(match address {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{address}/readyz")
+    }
+
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout)
     }

@@ -37,6 +37,14 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Config => println!("{}", pretty(&config::effective(matches))),
+        Command::Probe { url } => {
+            let url = url.unwrap_or_else(|| cli.server.readiness_url());
+            let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build()?;
+            let status = client.get(&url).send().await?.status();
+            if !status.is_success() {
+                return Err(format!("{url} answered {status}").into());
+            }
+        }
         Command::Openapi => print!("{}", http::openapi::to_json(&http::openapi_document())),
         Command::Migrate => {
             app::open_store(&cli.database).await?;

@@ -1,8 +1,8 @@
-//! What operators run by hand: `edi-inbox config`.
+//! What operators and containers run: `edi-inbox config`, `edi-inbox probe`.
 
 mod common;
 
-use common::process;
+use common::{Backend, Harness, process};
 use serde_json::{Value, json};
 
 /// `edi-inbox config` prints every setting with its value and where it came from, never a secret.
@@ -42,4 +42,20 @@ fn config_shows_each_value_and_its_source_without_secrets() {
         (&Value::Null, &json!("unset"))
     );
     assert!(settings.len() > 30, "every setting is listed: {}", settings.len());
+}
+
+/// `edi-inbox probe`, the image's health check, passes against a ready server and fails once it is
+/// gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_passes_while_the_server_is_ready() {
+    let h = Harness::start(Backend::Sqlite).await;
+    let url = h.app.url("/readyz");
+    let probe = || process::command(&h.db.url, &["probe", &url]).output().expect("edi-inbox probe runs");
+    assert!(probe().status.success(), "{}", String::from_utf8_lossy(&probe().stderr));
+    let address = h.app.address;
+    h.finish().await;
+    let gone = process::command("sqlite::memory:", &["probe", &format!("http://{address}/readyz")])
+        .output()
+        .unwrap();
+    assert!(!gone.status.success(), "a stopped server fails the probe");
 }

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use crate::accounting::{export, relay::Relay};
 use crate::config::{AccountingConfig, DatabaseConfig, ServerConfig};
 use crate::http::{self, ApiContext};
-use crate::store::{Purged, Store, StoreError};
+use crate::store::{PurgeRun, Purged, Store, StoreError};
 
 /// Connects to the configured database and applies pending migrations.
 pub async fn open_store(database: &DatabaseConfig) -> Result<Store, StoreError> {
@@ -104,20 +104,33 @@ pub async fn export_periodically(scheduled: ScheduledExport, mut stop: watch::Re
 /// How often `serve` purges expired payloads.
 const PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Drops payloads and audit records older than `retention`; keys, fingerprints and outcomes stay.
-pub async fn purge(store: &Store, retention: chrono::Duration) -> Result<Purged, StoreError> {
+/// How long what is kept: payloads (and the audit trail), keys (`None`: forever), and the purge's
+/// batch size.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub payloads: chrono::Duration,
+    pub keys: Option<chrono::Duration>,
+    pub batch: u32,
+}
+
+/// Drops (or, in a dry run, counts) payloads and audit records older than the retention, and
+/// interchanges older than the key retention; a horizon before the calendar's start keeps
+/// everything.
+pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result<Purged, StoreError> {
     let now = chrono::Utc::now();
-    // A retention reaching before the calendar's start keeps everything.
-    let Some(before) = now.checked_sub_signed(retention) else { return Ok(Purged::default()) };
-    store.purge(before, now).await
+    let Some(payloads_before) = now.checked_sub_signed(retention.payloads) else {
+        return Ok(Purged { dry_run, ..Purged::default() });
+    };
+    let keys_before = retention.keys.and_then(|keys| now.checked_sub_signed(keys));
+    store.purge(PurgeRun { payloads_before, keys_before, now, batch: retention.batch, dry_run }).await
 }
 
 /// Runs [`purge`] every hour for the life of the server; failures are logged and retried next time.
-pub async fn purge_periodically(store: Store, retention: chrono::Duration) {
+pub async fn purge_periodically(store: Store, retention: Retention) {
     let mut ticks = tokio::time::interval(PURGE_INTERVAL);
     loop {
         ticks.tick().await;
-        match purge(&store, retention).await {
+        match purge(&store, retention, false).await {
             Ok(purged) if purged == Purged::default() => {}
             Ok(purged) => tracing::info!(?purged, "retention purge"),
             Err(error) => tracing::warn!(%error, "purging stored payloads failed"),

@@ -46,8 +46,13 @@ pub enum Command {
     /// Print the effective configuration as JSON: every setting's value (secrets masked) and where
     /// it came from (`default`, `env` or `flag`).
     Config,
-    /// Drop stored payloads older than the retention period (keys and outcomes stay), then exit.
-    Purge,
+    /// Drop stored payloads older than the retention period (keys and outcomes stay, until the key
+    /// retention if one is set), then exit.
+    Purge {
+        /// Count what would be dropped; drop nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Manage trading partners: who may post, as which senders, with which credentials.
     Partner {
         #[command(subcommand)]
@@ -94,6 +99,15 @@ pub struct DatabaseConfig {
     #[arg(long, env = "EDI_INBOX_RETENTION_DAYS", default_value_t = 90, global = true,
         value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub retention_days: u32,
+    /// Days an interchange's key and outcome (with its documents, invoices and acknowledgement) are
+    /// kept; after that a resend is processed again. Unset: forever. At least the retention.
+    #[arg(long, env = "EDI_INBOX_KEY_RETENTION_DAYS", global = true,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub key_retention_days: Option<u32>,
+    /// Rows per purge statement: each batch is a short transaction of its own.
+    #[arg(long, env = "EDI_INBOX_PURGE_BATCH", default_value_t = 1000, global = true,
+        value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub purge_batch: u32,
     /// Bytes of processed outcomes kept in memory to answer resends without the database (0: off).
     #[arg(long, env = "EDI_INBOX_REPLAY_CACHE_BYTES", default_value_t = 8 * 1024 * 1024, global = true)]
     pub replay_cache_bytes: usize,
@@ -113,8 +127,19 @@ impl DatabaseConfig {
         }
     }
 
-    pub fn retention(&self) -> chrono::Duration {
-        chrono::Duration::days(i64::from(self.retention_days))
+    /// What the purge drops, checked: keys must outlive payloads.
+    pub fn retention(&self) -> Result<crate::app::Retention, String> {
+        if let Some(keys) = self.key_retention_days.filter(|keys| *keys < self.retention_days) {
+            return Err(format!(
+                "the key retention ({keys} days) must be at least the retention ({} days)",
+                self.retention_days
+            ));
+        }
+        Ok(crate::app::Retention {
+            payloads: chrono::Duration::days(i64::from(self.retention_days)),
+            keys: self.key_retention_days.map(|days| chrono::Duration::days(i64::from(days))),
+            batch: self.purge_batch,
+        })
     }
 }
 

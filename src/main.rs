@@ -71,10 +71,11 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             println!("{}", pretty(&exported));
             store.close().await;
         }
-        Command::Purge => {
+        Command::Purge { dry_run } => {
+            let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
-            let purged = app::purge(&store, cli.database.retention()).await?;
-            tracing::info!(?purged, "retention purge");
+            let purged = app::purge(&store, retention, dry_run).await?;
+            println!("{}", pretty(&purged));
             store.close().await;
         }
         Command::Partner { action } => {
@@ -82,9 +83,10 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             partner_command(&store, action).await?;
         }
         Command::Serve => {
+            let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
             tracing::info!(backend = store.backend(), "database ready");
-            let purger = tokio::spawn(app::purge_periodically(store.clone(), cli.database.retention()));
+            let purger = tokio::spawn(app::purge_periodically(store.clone(), retention));
             let app = App::bind(store.clone(), &cli.server, &cli.accounting).await?;
             tracing::info!(address = %app.local_addr()?, "listening");
             app.serve(shutdown_signal()).await?;

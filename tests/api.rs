@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Backend, Harness, TestApp, TestDb, database_config, fixture, server_config};
+use edi_inbox::app::Retention;
 use edi_inbox::store::Purged;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -266,23 +267,22 @@ async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
     assert_eq!(first.status, 201);
     let store = edi_inbox::app::open_store(&database_config(&h.db.url)).await.unwrap();
     let nothing = Purged::default();
+    let keep = |payloads| Retention { payloads, keys: None, batch: 1 };
+    let purge = async |retention, dry_run| edi_inbox::app::purge(&store, retention, dry_run).await.unwrap();
+    assert_eq!(purge(keep(chrono::Duration::days(1)), false).await, nothing, "not expired yet");
+    let expired = Purged { payloads: 1, attempts: 1, ..Purged::default() };
     assert_eq!(
-        edi_inbox::app::purge(&store, chrono::Duration::days(1)).await.unwrap(),
-        nothing,
-        "not expired yet"
+        purge(keep(chrono::Duration::zero()), true).await,
+        Purged { dry_run: true, ..expired },
+        "a dry run counts"
     );
-    let purged = edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap();
     assert_eq!(
-        purged,
-        Purged { payloads: 1, attempts: 1, refusals: 0, outbox_payloads: 0 },
+        purge(keep(chrono::Duration::zero()), false).await,
+        expired,
         "the body and the audit trail go"
     );
-    assert_eq!(
-        edi_inbox::app::purge(&store, chrono::Duration::zero()).await.unwrap(),
-        nothing,
-        "purged once"
-    );
-    let far = edi_inbox::app::purge(&store, chrono::Duration::days(100_000_000)).await.unwrap();
+    assert_eq!(purge(keep(chrono::Duration::zero()), false).await, nothing, "purged once");
+    let far = purge(keep(chrono::Duration::days(100_000_000)), false).await;
     assert_eq!(far, nothing, "a retention beyond the calendar keeps everything instead of panicking");
     store.close().await;
 

@@ -1,9 +1,13 @@
-//! What operators and containers run: `edi-inbox config`, `edi-inbox probe`.
+//! What operators and containers run: `edi-inbox config`, `edi-inbox probe`, and the retention
+//! purge (in batches during ingest, the key retention, one replica at a time).
 
 mod common;
 
-use common::{Backend, Harness, process};
+use common::{Backend, Harness, Reply, TestApp, count, database_config, numbered, process, server_config};
+use edi_inbox::app::{self, Retention};
+use edi_inbox::store::Purged;
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 /// `edi-inbox config` prints every setting with its value and where it came from, never a secret.
 #[test]
@@ -58,4 +62,103 @@ async fn probe_passes_while_the_server_is_ready() {
         .output()
         .unwrap();
     assert!(!gone.status.success(), "a stopped server fails the probe");
+}
+
+fn retention(payloads: chrono::Duration, keys: Option<chrono::Duration>, batch: u32) -> Retention {
+    Retention { payloads, keys, batch }
+}
+
+/// Purge goes in small batches while deliveries keep arriving: none of them waits for it or fails,
+/// every expired body goes, and a replay of a purged interchange still answers its stored outcome.
+async fn purge_runs_in_batches_while_ingest_goes_on(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let first = h.app.post(numbered(1), "application/edi-x12").await;
+    assert_eq!(first.status, 201);
+    for n in 2..=200 {
+        assert_eq!(h.app.post(numbered(n), "application/edi-x12").await.status, 201);
+    }
+    let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
+    let ingest = {
+        let (client, url) = (h.app.client.clone(), h.app.url("/v1/interchanges"));
+        tokio::spawn(async move {
+            let mut statuses = Vec::new();
+            for n in 201..=400 {
+                let body = numbered(n);
+                let reply =
+                    Reply::send(client.post(&url).header("content-type", "application/edi-x12").body(body))
+                        .await;
+                statuses.push(reply.status);
+            }
+            statuses
+        })
+    };
+    let purged = app::purge(&store, retention(chrono::Duration::zero(), None, 7), false).await.unwrap();
+    let statuses = ingest.await.unwrap();
+    assert!(statuses.iter().all(|s| *s == 201), "ingest during the purge: {statuses:?}");
+    assert!(purged.payloads >= 200, "{purged:?}");
+    assert!(count(&h.db.url, "SELECT COUNT(*) FROM inbox WHERE payload IS NULL").await >= 200);
+    let replay = h.app.post(numbered(1), "application/edi-x12").await;
+    assert_eq!((replay.status, replay.text), (200, first.text), "the outcome outlives the body");
+    store.close().await;
+    h.finish().await;
+}
+
+/// With a key retention, interchanges older than it go with their invoices; a resend after that is
+/// processed again, as the operator chose.
+async fn keys_go_after_the_key_retention(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let first = h.app.post(numbered(1), "application/edi-x12").await;
+    let invoice = first.json()["invoices"][0]["id"].as_str().unwrap().to_owned();
+    let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
+    let forever = app::purge(&store, retention(chrono::Duration::zero(), None, 10), true).await.unwrap();
+    assert_eq!(forever.interchanges, 0, "keys stay forever by default");
+    let horizon = retention(chrono::Duration::zero(), Some(chrono::Duration::zero()), 10);
+    let counted = app::purge(&store, horizon, true).await.unwrap();
+    assert_eq!((counted.interchanges, counted.dry_run), (1, true));
+    assert_eq!(h.app.get(&format!("/v1/invoices/{invoice}")).await.status, 200, "a dry run drops nothing");
+    let purged = app::purge(&store, horizon, false).await.unwrap();
+    assert_eq!(purged.interchanges, 1, "{purged:?}");
+    h.app.get(&format!("/v1/invoices/{invoice}")).await.assert_problem(404, "not-found");
+    store.close().await;
+    // A new instance (the replay cache of the old one still remembers the key).
+    let again = TestApp::start(&database_config(&h.db.url), &server_config()).await;
+    assert_eq!(again.post(numbered(1), "application/edi-x12").await.status, 201, "processed anew");
+    again.stop().await;
+    h.finish().await;
+}
+
+both_backends!(purge_runs_in_batches_while_ingest_goes_on, keys_go_after_the_key_retention);
+
+/// Only one replica purges at a time: while another session holds the purge lock, a run skips.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_purges_at_a_time() {
+    let h = Harness::start(Backend::Postgres).await;
+    assert_eq!(h.app.post(numbered(1), "application/edi-x12").await.status, 201);
+    let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
+    let mut other = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock(x'6564692d696e626f'::bigint)").execute(&mut other).await.unwrap();
+    let skipped = app::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
+    assert_eq!(skipped, Purged { skipped: true, ..Purged::default() });
+    sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut other).await.unwrap();
+    let purged = app::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
+    assert_eq!(purged.payloads, 1, "{purged:?}");
+    store.close().await;
+    h.finish().await;
+}
+
+/// A key retention shorter than the payload retention is refused at start.
+#[test]
+fn keys_cannot_go_before_their_payloads() {
+    let output = process::command(
+        "sqlite::memory:",
+        &["purge", "--retention-days", "30", "--key-retention-days", "7"],
+    )
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the key retention (7 days) must be at least the retention (30 days)"),
+        "{stderr}"
+    );
 }

@@ -53,6 +53,7 @@ mod exports;
 mod outbox;
 mod partners;
 mod postgres;
+mod purge;
 mod replays;
 mod sqlite;
 
@@ -72,6 +73,7 @@ pub use audit::{Attempt, AttemptFacts};
 pub use exports::{Export, FinishedExport};
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, Transition};
 pub use partners::DeliveryAttempt;
+pub use purge::{PurgeRun, Purged};
 
 /// One of the two supported databases, with what every clone of the store shares: the cache of
 /// processed outcomes, the audit queue, the partner directory and the relay's wake-up call.
@@ -428,24 +430,6 @@ impl Store {
         Ok(invoices)
     }
 
-    /// Drops what the retention policy says goes after `before`: stored payloads (keys, fingerprints
-    /// and outcomes stay so that late resends are still recognised), audited attempts, refusal
-    /// counts and the payloads of outbox messages that are settled (their state stays).
-    pub async fn purge(&self, before: DateTime<Utc>, now: DateTime<Utc>) -> Result<Purged, StoreError> {
-        const PAYLOADS: &str = "UPDATE inbox SET payload = NULL, payload_purged_at = $2 \
-            WHERE payload IS NOT NULL AND received_at < $1";
-        const ATTEMPTS: &str = "DELETE FROM deliveries WHERE received_at < $1";
-        const REFUSALS: &str = "DELETE FROM refusals WHERE minute < $1";
-        const SENT: &str = "UPDATE outbox SET payload = NULL \
-            WHERE payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1";
-        Ok(on_pool!(self, pool => Purged {
-            outbox_payloads: sqlx::query(SENT).bind(before).execute(pool).await?.rows_affected(),
-            payloads: sqlx::query(PAYLOADS).bind(before).bind(now).execute(pool).await?.rows_affected(),
-            attempts: sqlx::query(ATTEMPTS).bind(before).execute(pool).await?.rows_affected(),
-            refusals: sqlx::query(REFUSALS).bind(before).execute(pool).await?.rows_affected(),
-        }))
-    }
-
     /// Writes the queued audit records, then closes the pool.
     pub async fn close(&self) {
         if let Err(error) = audit::flush(&self.db, &self.shared.audit).await {
@@ -453,15 +437,6 @@ impl Store {
         }
         on_pool!(self, pool => pool.close().await);
     }
-}
-
-/// What a purge dropped.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Purged {
-    pub payloads: u64,
-    pub attempts: u64,
-    pub refusals: u64,
-    pub outbox_payloads: u64,
 }
 
 /// A database URL fit for messages: without its password.

@@ -92,6 +92,8 @@ pub fn database_config(url: &str) -> DatabaseConfig {
         db_max_connections: 8,
         db_timeout: 2,
         retention_days: 90,
+        key_retention_days: None,
+        purge_batch: 1000,
         replay_cache_bytes: 8 * 1024 * 1024,
         partner_cache_ttl: 5,
     }

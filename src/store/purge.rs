@@ -1,0 +1,203 @@
+//! The retention purge, at scale: each kind of expired row goes in batches of `batch` rows, each
+//! batch its own short statement (on PostgreSQL taking only rows nobody has locked, `SKIP LOCKED`),
+//! so that ingest never waits behind it; on PostgreSQL one replica purges at a time (a session
+//! advisory lock; the others skip the run). A dry run counts instead.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Db, Store, StoreError};
+
+/// The advisory lock key of the purge ("edi-inbo" in ASCII).
+const PURGE_LOCK: i64 = 0x6564_692d_696e_626f;
+
+/// What a purge run drops.
+#[derive(Debug, Clone, Copy)]
+pub struct PurgeRun {
+    /// Payloads, audited attempts, refusal counts and settled outbox payloads older than this go.
+    pub payloads_before: DateTime<Utc>,
+    /// Interchanges (keys, outcomes, documents, invoices, acknowledgements, outbox rows) older than
+    /// this go too; `None` keeps them forever.
+    pub keys_before: Option<DateTime<Utc>>,
+    pub now: DateTime<Utc>,
+    pub batch: u32,
+    pub dry_run: bool,
+}
+
+/// What a purge dropped (or, in a dry run, would drop).
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Purged {
+    pub payloads: u64,
+    pub attempts: u64,
+    pub refusals: u64,
+    pub outbox_payloads: u64,
+    pub interchanges: u64,
+    /// Counted, not dropped.
+    pub dry_run: bool,
+    /// Another replica was purging; this run did nothing.
+    pub skipped: bool,
+}
+
+/// Where a step's rows end: a time, or (for the interchanges, found by their time-ordered id on
+/// the primary key) the smallest UUIDv7 of that time.
+#[derive(Clone, Copy)]
+enum Horizon {
+    Time(DateTime<Utc>),
+    Id(Uuid),
+}
+
+/// One kind of expired row: its table, which rows (`$1` is the horizon), and what happens to them.
+struct Step {
+    table: &'static str,
+    filter: &'static str,
+    /// `SET …` for an UPDATE (`$3` is now), `None` to delete.
+    set: Option<&'static str>,
+}
+
+const PAYLOADS: Step = Step {
+    table: "inbox",
+    filter: "payload IS NOT NULL AND received_at < $1",
+    set: Some("payload = NULL, payload_purged_at = $3"),
+};
+const ATTEMPTS: Step = Step { table: "deliveries", filter: "received_at < $1", set: None };
+const REFUSALS: Step = Step { table: "refusals", filter: "minute < $1", set: None };
+const OUTBOX_PAYLOADS: Step = Step {
+    table: "outbox",
+    filter: "payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1",
+    set: Some("payload = NULL"),
+};
+const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None };
+
+impl Step {
+    /// One batch: at most `$2` rows, on PostgreSQL only rows no other transaction holds.
+    fn batch_sql(&self, db: &Db) -> String {
+        let (row, lock) = match db {
+            Db::Postgres(_) => ("ctid", " FOR UPDATE SKIP LOCKED"),
+            Db::Sqlite(_) => ("rowid", ""),
+        };
+        let change = match self.set {
+            Some(set) => format!("UPDATE {} SET {set}", self.table),
+            None => format!("DELETE FROM {}", self.table),
+        };
+        let rows = format!("SELECT {row} FROM {} WHERE {} LIMIT $2{lock}", self.table, self.filter);
+        match db {
+            Db::Postgres(_) => format!("{change} WHERE {row} = ANY(ARRAY({rows}))"),
+            Db::Sqlite(_) => format!("{change} WHERE {row} IN ({rows})"),
+        }
+    }
+
+    fn count_sql(&self) -> String {
+        format!("SELECT COUNT(*) FROM {} WHERE {}", self.table, self.filter)
+    }
+}
+
+/// Binds a horizon as its column type.
+macro_rules! bind_horizon {
+    ($query:expr, $horizon:expr) => {
+        match $horizon {
+            Horizon::Time(time) => $query.bind(time),
+            Horizon::Id(id) => $query.bind(id),
+        }
+    };
+}
+
+/// Runs `step` to the end (batches until one comes back short), or counts it in a dry run.
+macro_rules! run_step {
+    ($db:expr, $conn:expr, $step:expr, $horizon:expr, $run:expr) => {{
+        let (step, horizon, run): (&Step, Horizon, &PurgeRun) = (&$step, $horizon, &$run);
+        if run.dry_run {
+            let sql = step.count_sql();
+            let count: i64 = bind_horizon!(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)), horizon)
+                .fetch_one(&mut *$conn)
+                .await?;
+            u64::try_from(count).unwrap_or_default()
+        } else {
+            let sql = step.batch_sql($db);
+            let mut total = 0;
+            loop {
+                let query = bind_horizon!(sqlx::query(sqlx::AssertSqlSafe(sql.clone())), horizon)
+                    .bind(i64::from(run.batch));
+                let query =
+                    if step.set.is_some_and(|set| set.contains("$3")) { query.bind(run.now) } else { query };
+                let dropped = query.execute(&mut *$conn).await?.rows_affected();
+                total += dropped;
+                if dropped < u64::from(run.batch) {
+                    break total;
+                }
+            }
+        }
+    }};
+}
+
+/// Every step of `run` on `conn`.
+macro_rules! run_all {
+    ($db:expr, $conn:expr, $run:expr) => {{
+        let run: PurgeRun = $run;
+        let time = Horizon::Time(run.payloads_before);
+        let purged = Purged {
+            payloads: run_step!($db, $conn, PAYLOADS, time, run),
+            attempts: run_step!($db, $conn, ATTEMPTS, time, run),
+            refusals: run_step!($db, $conn, REFUSALS, time, run),
+            outbox_payloads: run_step!($db, $conn, OUTBOX_PAYLOADS, time, run),
+            interchanges: match run.keys_before {
+                Some(before) => run_step!($db, $conn, INTERCHANGES, Horizon::Id(first_id_at(before)), run),
+                None => 0,
+            },
+            dry_run: run.dry_run,
+            skipped: false,
+        };
+        Ok::<Purged, StoreError>(purged)
+    }};
+}
+
+/// The smallest UUIDv7 of `time`: every id minted before it sorts below.
+fn first_id_at(time: DateTime<Utc>) -> Uuid {
+    let millis = u128::try_from(time.timestamp_millis()).unwrap_or(0) & ((1 << 48) - 1);
+    Uuid::from_u128((millis << 80) | (0x7 << 76))
+}
+
+impl Store {
+    /// Drops (or counts) what `run` says has expired; see [`PurgeRun`].
+    pub async fn purge(&self, run: PurgeRun) -> Result<Purged, StoreError> {
+        match &self.db {
+            Db::Postgres(postgres) => {
+                let mut conn = postgres.pool.acquire().await?;
+                let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                    .bind(PURGE_LOCK)
+                    .fetch_one(&mut *conn)
+                    .await?;
+                if !locked {
+                    return Ok(Purged { skipped: true, dry_run: run.dry_run, ..Purged::default() });
+                }
+                let purged = async { run_all!(&self.db, conn, run) }.await;
+                let unlocked =
+                    sqlx::query("SELECT pg_advisory_unlock($1)").bind(PURGE_LOCK).execute(&mut *conn).await;
+                if unlocked.is_err() {
+                    // A connection that may still hold the lock must not go back to the pool.
+                    conn.close_on_drop();
+                }
+                purged
+            }
+            Db::Sqlite(sqlite) => {
+                let mut conn = sqlite.pool.acquire().await?;
+                run_all!(&self.db, conn, run)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_id_of_a_time_sorts_after_every_earlier_id_and_before_later_ones() {
+        let now = Utc::now();
+        let bound = first_id_at(now);
+        let earlier = first_id_at(now - chrono::Duration::milliseconds(1));
+        let minted = Uuid::now_v7();
+        assert!(earlier < bound && bound <= minted, "{earlier} {bound} {minted}");
+        assert_eq!(bound.get_version_num(), 7);
+        assert_eq!(first_id_at(DateTime::<Utc>::MIN_UTC), Uuid::from_u128(0x7 << 76));
+    }
+}

@@ -163,7 +163,7 @@ pub fn check_sender(
 /// Whether a request needs the admin token: `/v1/admin/…` always; with partner authentication also
 /// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
 /// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
-fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
+pub(super) fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
     let delivery = method == Method::POST && path == "/v1/interchanges";
     path.starts_with("/v1/admin/")
         || (partner_auth && !delivery && (path.starts_with("/v1/") || path == "/metrics"))

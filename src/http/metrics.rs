@@ -73,7 +73,7 @@ fn family<V: std::fmt::Display>(
 }
 
 /// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", body = String)))]
+#[utoipa::path(get, path = "/metrics", tag = "operations", security((), ("admin_token" = [])), responses((status = 200, description = "Prometheus text format", body = String)))]
 pub async fn metrics(State(ctx): State<ApiContext>) -> impl IntoResponse {
     let mut out = String::new();
     ctx.metrics.render(&mut out);

@@ -97,7 +97,7 @@ const DEFAULT_PAGE: u32 = 50;
 
 /// The API routes and the OpenAPI document that describes them.
 pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(interchanges::receive, interchanges::list_interchanges))
         .routes(routes!(interchanges::get_interchange))
         .routes(routes!(interchanges::get_ack))
@@ -115,7 +115,9 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .routes(routes!(outbox::list_outbox))
         .routes(routes!(outbox::retry_message))
         .routes(routes!(outbox::discard_message))
-        .split_for_parts()
+        .split_for_parts();
+    openapi::declare_unauthorized(&mut doc, |method, path| auth::guarded(true, method, path));
+    (router, doc)
 }
 
 /// The OpenAPI document of this build.

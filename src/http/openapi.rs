@@ -68,6 +68,41 @@ impl utoipa::Modify for Security {
     }
 }
 
+/// Declares the 401 of every operation that `guarded` (the admin-token guard in partners mode) says
+/// may answer it, so that the document cannot drift from the guard.
+pub fn declare_unauthorized(
+    doc: &mut utoipa::openapi::OpenApi,
+    guarded: impl Fn(&axum::http::Method, &str) -> bool,
+) {
+    use axum::http::Method;
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            (Method::GET, &mut item.get),
+            (Method::PUT, &mut item.put),
+            (Method::POST, &mut item.post),
+            (Method::DELETE, &mut item.delete),
+        ];
+        for (method, operation) in operations {
+            if let Some(operation) = operation.as_mut().filter(|_| guarded(&method, path)) {
+                operation.responses.responses.entry("401".into()).or_insert_with(unauthorized);
+            }
+        }
+    }
+}
+
+/// The 401 of a guarded route: an `unauthorized` problem.
+fn unauthorized() -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description("`unauthorized`: the admin token is missing or wrong (partners mode)")
+        .content(
+            super::problem::PROBLEM_JSON,
+            ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
+        )
+        .build()
+        .into()
+}
+
 /// The document as pretty JSON with a trailing newline, exactly as committed.
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     let mut json = doc.to_pretty_json().unwrap_or_default();

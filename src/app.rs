@@ -58,7 +58,6 @@ impl App {
         let listener = TcpListener::bind(server.bind).await?;
         let mut ctx = ApiContext::new(store, server, partner_auth);
         ctx.book_with_accounting = accounting.accounting_url.is_some();
-        ctx.relay = relay.as_ref().map(|relay| relay.counters.clone());
         let router = http::router(ctx);
         Ok(App { listener, router, limits, relay, exports })
     }
@@ -122,7 +121,21 @@ pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result
         return Ok(Purged { dry_run, ..Purged::default() });
     };
     let keys_before = retention.keys.and_then(|keys| now.checked_sub_signed(keys));
-    store.purge(PurgeRun { payloads_before, keys_before, now, batch: retention.batch, dry_run }).await
+    let purged =
+        store.purge(PurgeRun { payloads_before, keys_before, now, batch: retention.batch, dry_run }).await?;
+    if !purged.dry_run && !purged.skipped {
+        for (kind, rows) in [
+            ("payloads", purged.payloads),
+            ("attempts", purged.attempts),
+            ("refusals", purged.refusals),
+            ("outbox_payloads", purged.outbox_payloads),
+            ("interchanges", purged.interchanges),
+        ] {
+            metrics::counter!("edi_inbox_purged_rows_total", "kind" => kind).increment(rows);
+        }
+        metrics::gauge!("edi_inbox_purge_last_success_timestamp_seconds").set(now.timestamp() as f64);
+    }
+    Ok(purged)
 }
 
 /// Runs [`purge`] every hour for the life of the server; failures are logged and retried next time.

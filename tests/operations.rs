@@ -127,7 +127,11 @@ async fn keys_go_after_the_key_retention(backend: Backend) {
     h.finish().await;
 }
 
-both_backends!(purge_runs_in_batches_while_ingest_goes_on, keys_go_after_the_key_retention);
+both_backends!(
+    purge_runs_in_batches_while_ingest_goes_on,
+    keys_go_after_the_key_retention,
+    metrics_cover_requests_interchanges_and_the_database,
+);
 
 /// Only one replica purges at a time: while another session holds the purge lock, a run skips.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,4 +165,42 @@ fn keys_cannot_go_before_their_payloads() {
         stderr.contains("the key retention (7 days) must be at least the retention (30 days)"),
         "{stderr}"
     );
+}
+
+/// `/metrics` counts requests by route and status, interchanges by partner, standard and outcome,
+/// times replays since their first delivery, requests and database batches, and shows the pool and
+/// what is stored.
+async fn metrics_cover_requests_interchanges_and_the_database(backend: Backend) {
+    let h = Harness::start(backend).await;
+    assert_eq!(h.app.post(numbered(1), "application/edi-x12").await.status, 201);
+    assert_eq!(h.app.post(numbered(1), "application/edi-x12").await.status, 200);
+    assert_eq!(h.app.post(b"not edi".to_vec(), "application/edi-x12").await.status, 400);
+    let text = h.app.get("/metrics").await.text;
+    for expected in [
+        "edi_inbox_interchanges_total{partner=\"-\",standard=\"x12\",outcome=\"recorded\"} 1",
+        "edi_inbox_interchanges_total{partner=\"-\",standard=\"x12\",outcome=\"replayed\"} 1",
+        "edi_inbox_interchanges_total{partner=\"-\",standard=\"-\",outcome=\"malformed\"} 1",
+        "edi_inbox_http_requests_total{route=\"/v1/interchanges\",method=\"POST\",status=\"201\"} 1",
+        "edi_inbox_http_requests_total{route=\"/v1/interchanges\",method=\"POST\",status=\"400\"} 1",
+        "edi_inbox_replay_delay_seconds_count 1",
+        "edi_inbox_http_request_duration_seconds_count{route=\"/v1/interchanges\",method=\"POST\"} 3",
+        "edi_inbox_interchanges_stored ",
+        "edi_inbox_oldest_payload_age_seconds ",
+        "edi_inbox_db_connections{state=\"idle\"}",
+        "# HELP edi_inbox_replay_delay_seconds ",
+    ] {
+        assert!(text.contains(expected), "{expected} in\n{text}");
+    }
+    let batches = format!(
+        "edi_inbox_db_batch_duration_seconds_count{{backend=\"{}\"}}",
+        match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    );
+    assert!(text.contains(&batches), "{batches} in\n{text}");
+    if backend == Backend::Sqlite {
+        assert!(text.contains("edi_inbox_interchanges_stored 1\n"), "{text}");
+    }
+    h.finish().await;
 }

@@ -6,7 +6,6 @@
 //! is sent again, which the `Idempotency-Key` makes harmless.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -25,16 +24,6 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 const MAX_SETTLED: usize = 256;
 /// The most of an error kept in `last_error`.
 const MAX_ERROR_CHARS: usize = 300;
-
-/// Attempts by how they were settled, for `/metrics`.
-#[derive(Debug, Default)]
-pub struct RelayCounters {
-    pub delivered: AtomicU64,
-    pub retried: AtomicU64,
-    pub dead: AtomicU64,
-    /// Attempts whose lease had expired when they ended; another relay owns the message.
-    pub lost_leases: AtomicU64,
-}
 
 /// When to try again after a failed attempt.
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +100,6 @@ pub struct Relay {
     concurrency: usize,
     poll: Duration,
     lease: Duration,
-    pub counters: Arc<RelayCounters>,
 }
 
 impl Relay {
@@ -147,7 +135,6 @@ impl Relay {
             poll: Duration::from_millis(config.relay_poll_ms),
             // Longer than any call can take, so that a lease never expires under a call in progress.
             lease: timeout * 2 + Duration::from_secs(1),
-            counters: Arc::default(),
         }))
     }
 
@@ -217,27 +204,27 @@ impl Relay {
         }
     }
 
-    /// Counts and logs a settled attempt.
+    /// Counts (`edi_inbox_relay_attempts_total`) and logs a settled attempt.
     fn record(&self, invoice_id: Uuid, settlement: &Settlement, held: bool) {
-        if !held {
-            self.counters.lost_leases.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(%invoice_id, "the lease expired during the attempt");
-            return;
-        }
-        match settlement {
-            Settlement::Delivered { .. } => {
-                self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+        let result = match (held, settlement) {
+            (false, _) => {
+                tracing::warn!(%invoice_id, "the lease expired during the attempt");
+                "lost_lease"
+            }
+            (true, Settlement::Delivered { .. }) => {
                 tracing::debug!(%invoice_id, "booked with the accounting API");
+                "delivered"
             }
-            Settlement::Retry { at, error } => {
-                self.counters.retried.fetch_add(1, Ordering::Relaxed);
+            (true, Settlement::Retry { at, error }) => {
                 tracing::info!(%invoice_id, %at, error, "accounting API attempt failed");
+                "retried"
             }
-            Settlement::Dead { error } => {
-                self.counters.dead.fetch_add(1, Ordering::Relaxed);
+            (true, Settlement::Dead { error }) => {
                 tracing::warn!(%invoice_id, error, "outbox message dead-lettered");
+                "dead"
             }
-        }
+        };
+        metrics::counter!("edi_inbox_relay_attempts_total", "result" => result).increment(1);
     }
 
     /// One attempt to deliver `message`, and how it is to be settled under the lease `token`.

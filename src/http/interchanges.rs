@@ -108,6 +108,9 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let (outcome, response, key) = match deliver(&ctx, request, remote, &mut facts, received_at).await {
         Ok(answer) => {
             if let Some(attempt) = answer.attempt {
+                if attempt.outcome == "replayed" {
+                    super::metrics::replay(attempt.inbox_id);
+                }
                 ctx.store.audit(attempt);
             }
             (answer.outcome, answer.response, Some(answer.key))
@@ -124,6 +127,11 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
         }
     };
     ctx.metrics.delivery(outcome);
+    super::metrics::interchange(
+        facts.partner_id.as_deref(),
+        key.as_ref().map(|k| k.source.as_str()),
+        outcome,
+    );
     // One line per delivery, with what an operator searches by; never the payload or a credential.
     tracing::info!(
         target: "edi_inbox::delivery",

@@ -1,116 +1,167 @@
-//! `GET /metrics` in the Prometheus text format: deliveries by outcome, security events by reason,
-//! the relay's attempts by result, and the outbox backlog and the relay lag, read at scrape time.
+//! `GET /metrics` in the Prometheus text format. Counters and histograms are recorded where things
+//! happen, through the `metrics` facade (one Prometheus recorder per process); gauges of shared
+//! state — the outbox backlog, the relay lag, stored interchanges and the oldest stored payload,
+//! the connection pool — are read when scraped. Labels only ever take values from a closed set or
+//! from proven partners, never from what an unauthenticated request says.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use axum::extract::State;
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
-use axum::response::IntoResponse;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use uuid::Uuid;
 
 use super::ApiContext;
 use super::health::relay_lag_seconds;
 
-#[derive(Default)]
+/// Bounds of the latency histograms, in seconds.
+const LATENCY_BUCKETS: [f64; 13] =
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+/// Bounds of the replay delay histogram: a second to a week.
+const REPLAY_BUCKETS: [f64; 10] =
+    [1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0, 259200.0, 604800.0];
+
+/// The process's Prometheus recorder, installed on first use.
+#[derive(Clone)]
 pub struct Metrics {
-    deliveries: Mutex<BTreeMap<&'static str, u64>>,
-    security_events: Mutex<BTreeMap<&'static str, u64>>,
+    handle: PrometheusHandle,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+        let handle = HANDLE.get_or_init(|| {
+            let builder = PrometheusBuilder::new().set_buckets(&LATENCY_BUCKETS).and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("edi_inbox_replay_delay_seconds".into()),
+                    &REPLAY_BUCKETS,
+                )
+            });
+            let recorder = builder.expect("the histogram buckets are valid").build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may be installed already (an embedding program's): then that one counts.
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        });
+        Metrics { handle: handle.clone() }
+    }
+}
+
+/// The help text of every metric.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("edi_inbox_deliveries_total", "Delivery attempts by outcome.");
+    describe_counter!("edi_inbox_security_events_total", "Refused deliveries worth a look, by reason.");
+    describe_counter!(
+        "edi_inbox_interchanges_total",
+        "Interchange deliveries by proven partner, standard and outcome."
+    );
+    describe_histogram!(
+        "edi_inbox_replay_delay_seconds",
+        "Time from a key's first delivery to each replay of it."
+    );
+    describe_counter!("edi_inbox_http_requests_total", "Requests by route, method and status.");
+    describe_histogram!("edi_inbox_http_request_duration_seconds", "Request latency by route and method.");
+    describe_histogram!("edi_inbox_db_batch_duration_seconds", "Time to record one group-commit batch.");
+    describe_gauge!("edi_inbox_db_connections", "Connections of the pool, idle or in use.");
+    describe_counter!(
+        "edi_inbox_relay_attempts_total",
+        "Calls to the accounting API by how they were settled."
+    );
+    describe_gauge!("edi_inbox_outbox_messages", "Outbox messages not delivered, by status.");
+    describe_gauge!("edi_inbox_relay_lag_seconds", "Age of the oldest pending outbox message.");
+    describe_gauge!("edi_inbox_interchanges_stored", "Stored interchanges (an estimate on PostgreSQL).");
+    describe_gauge!("edi_inbox_oldest_payload_age_seconds", "Age of the oldest payload not purged yet.");
+    describe_counter!("edi_inbox_purged_rows_total", "Rows the retention purge dropped, by kind.");
+    describe_gauge!("edi_inbox_purge_last_success_timestamp_seconds", "When the last purge run finished.");
 }
 
 impl Metrics {
+    /// A delivery attempt by how it ended.
     pub fn delivery(&self, outcome: &'static str) {
-        bump(&self.deliveries, outcome);
+        metrics::counter!("edi_inbox_deliveries_total", "outcome" => outcome).increment(1);
     }
 
+    /// A refusal worth an operator's attention.
     pub fn security_event(&self, reason: &'static str) {
-        bump(&self.security_events, reason);
-    }
-
-    fn render(&self, out: &mut String) {
-        let snapshot = |counters: &Mutex<BTreeMap<&'static str, u64>>| {
-            counters.lock().map(|c| c.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>()).unwrap_or_default()
-        };
-        family(
-            out,
-            "edi_inbox_deliveries_total",
-            "counter",
-            "Delivery attempts by outcome.",
-            "outcome",
-            snapshot(&self.deliveries),
-        );
-        family(
-            out,
-            "edi_inbox_security_events_total",
-            "counter",
-            "Refused deliveries by reason.",
-            "reason",
-            snapshot(&self.security_events),
-        );
+        metrics::counter!("edi_inbox_security_events_total", "reason" => reason).increment(1);
     }
 }
 
-fn bump(counters: &Mutex<BTreeMap<&'static str, u64>>, label: &'static str) {
-    if let Ok(mut counters) = counters.lock() {
-        *counters.entry(label).or_default() += 1;
+/// What became of an interchange delivery, for `edi_inbox_interchanges_total`: the partner (proven,
+/// else `-`), the standard (`x12`, `edifact`, or `-` when unreadable) and the outcome in the
+/// metric's words.
+pub fn interchange(partner: Option<&str>, source: Option<&str>, outcome: &'static str) {
+    let outcome = match outcome {
+        "unauthenticated" => "unauthorized",
+        "rate-limited" => "rate_limited",
+        "too-large" => "too_large",
+        "unsupported-media-type" => "unsupported_media_type",
+        "bad-request" => "bad_request",
+        other => other,
+    };
+    let standard = match source.and_then(|s| s.split(':').next()) {
+        Some("x12") => "x12",
+        Some("edifact") => "edifact",
+        _ => "-",
+    };
+    let partner = partner.unwrap_or("-").to_owned();
+    metrics::counter!("edi_inbox_interchanges_total", "partner" => partner, "standard" => standard, "outcome" => outcome)
+        .increment(1);
+}
+
+/// A replay of interchange `first` (a UUIDv7, minted at its first delivery): how long after it.
+pub fn replay(first: Uuid) {
+    if let Some((seconds, nanos)) = first.get_timestamp().map(|t| t.to_unix()) {
+        let first = Duration::new(seconds, nanos);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        metrics::histogram!("edi_inbox_replay_delay_seconds").record(now.saturating_sub(first).as_secs_f64());
     }
 }
 
-/// One metric family with one sample per label value.
-fn family<V: std::fmt::Display>(
-    out: &mut String,
-    name: &str,
-    kind: &str,
-    help: &str,
-    label: &str,
-    samples: impl IntoIterator<Item = (&'static str, V)>,
-) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    for (value, sample) in samples {
-        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {sample}");
-    }
+/// Counts and times every request to a matched route, by route template, method and status.
+pub async fn track(request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let method = request.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let elapsed = started.elapsed().as_secs_f64();
+    metrics::histogram!("edi_inbox_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
+        .record(elapsed);
+    metrics::counter!("edi_inbox_http_requests_total", "route" => route, "method" => method, "status" => status)
+        .increment(1);
+    response
 }
 
 /// Prometheus metrics.
 #[utoipa::path(get, path = "/metrics", tag = "operations", security((), ("admin_token" = [])), responses((status = 200, description = "Prometheus text format", body = String)))]
 pub async fn metrics(State(ctx): State<ApiContext>) -> impl IntoResponse {
-    let mut out = String::new();
-    ctx.metrics.render(&mut out);
-    if let Some(relay) = &ctx.relay {
-        let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
-        family(
-            &mut out,
-            "edi_inbox_relay_attempts_total",
-            "counter",
-            "Calls to the accounting API by how they were settled.",
-            "result",
-            [
-                ("delivered", count(&relay.delivered)),
-                ("retried", count(&relay.retried)),
-                ("dead", count(&relay.dead)),
-                ("lost_lease", count(&relay.lost_leases)),
-            ],
-        );
-    }
+    let (size, idle) = ctx.store.pool_connections();
+    metrics::gauge!("edi_inbox_db_connections", "state" => "idle").set(f64::from(idle));
+    metrics::gauge!("edi_inbox_db_connections", "state" => "in_use")
+        .set(f64::from(size.saturating_sub(idle)));
     match ctx.store.outbox_stats().await {
         Ok(stats) => {
-            family(
-                &mut out,
-                "edi_inbox_outbox_messages",
-                "gauge",
-                "Outbox messages not delivered, by status.",
-                "status",
-                [("pending", stats.pending), ("dead", stats.dead)],
-            );
-            let lag = relay_lag_seconds(&stats);
-            let _ = writeln!(
-                out,
-                "# HELP edi_inbox_relay_lag_seconds Age of the oldest pending outbox message.\n\
-                 # TYPE edi_inbox_relay_lag_seconds gauge\nedi_inbox_relay_lag_seconds {lag}"
-            );
+            metrics::gauge!("edi_inbox_outbox_messages", "status" => "pending").set(stats.pending as f64);
+            metrics::gauge!("edi_inbox_outbox_messages", "status" => "dead").set(stats.dead as f64);
+            metrics::gauge!("edi_inbox_relay_lag_seconds").set(relay_lag_seconds(&stats));
         }
         Err(error) => tracing::warn!(%error, "the outbox backlog could not be read for /metrics"),
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+    match ctx.store.storage_stats().await {
+        Ok(stats) => {
+            metrics::gauge!("edi_inbox_interchanges_stored").set(stats.interchanges as f64);
+            let age =
+                stats.oldest_payload.map_or(0.0, |oldest| (Utc::now() - oldest).num_seconds().max(0) as f64);
+            metrics::gauge!("edi_inbox_oldest_payload_age_seconds").set(age);
+        }
+        Err(error) => tracing::warn!(%error, "the stored interchanges could not be counted for /metrics"),
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ctx.metrics.handle.render())
 }

@@ -59,8 +59,6 @@ pub struct ApiContext {
     pub parse_limits: crate::edi::Limits,
     /// Every recorded invoice gets an outbox message for the accounting API.
     pub book_with_accounting: bool,
-    /// The counters of the relay this process runs, if it runs one.
-    pub relay: Option<Arc<crate::accounting::relay::RelayCounters>>,
 }
 
 impl ApiContext {
@@ -84,7 +82,6 @@ impl ApiContext {
                 max_element_length: server.max_element_length,
             },
             book_with_accounting: false,
-            relay: None,
         }
     }
 }
@@ -130,7 +127,8 @@ pub fn router(ctx: ApiContext) -> Router {
     let (api, doc) = api();
     let timeout = ctx.request_timeout;
     let spec = openapi::to_json(&doc);
-    api.merge(SwaggerUi::new("/swagger-ui").config(Config::from("/openapi.json")))
+    api.route_layer(middleware::from_fn(metrics::track))
+        .merge(SwaggerUi::new("/swagger-ui").config(Config::from("/openapi.json")))
         .route(
             "/openapi.json",
             axum::routing::get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], spec) }),

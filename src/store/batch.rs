@@ -31,8 +31,9 @@ pub(super) struct Queue {
 
 impl Queue {
     /// Starts `writers` tasks, each recording the batches it takes with `commit`, which returns one
-    /// outcome per job, in order. The tasks end when every clone of the queue is gone.
-    pub(super) fn start<W, F>(writers: usize, commit: W) -> Queue
+    /// outcome per job, in order; each batch is timed in `edi_inbox_db_batch_duration_seconds`
+    /// under `backend`. The tasks end when every clone of the queue is gone.
+    pub(super) fn start<W, F>(backend: &'static str, writers: usize, commit: W) -> Queue
     where
         W: Fn(Vec<Job>) -> F + Clone + Send + 'static,
         F: Future<Output = (Vec<Job>, Vec<Result<Outcome, StoreError>>)> + Send,
@@ -47,7 +48,10 @@ impl Queue {
                     if queue.lock().await.recv_many(&mut batch, MAX_BATCH).await == 0 {
                         return;
                     }
+                    let started = std::time::Instant::now();
                     let (batch, outcomes) = commit(batch).await;
+                    metrics::histogram!("edi_inbox_db_batch_duration_seconds", "backend" => backend)
+                        .record(started.elapsed().as_secs_f64());
                     for (job, outcome) in batch.into_iter().zip(outcomes) {
                         // A sender that gave up (timeout) finds its delivery committed when it retries.
                         let _ = job.reply.send(outcome);

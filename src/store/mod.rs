@@ -71,7 +71,7 @@ use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, I
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
 pub use exports::{Export, FinishedExport};
-pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, Transition};
+pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
 

@@ -48,6 +48,15 @@ pub struct OutboxStats {
     pub oldest_pending: Option<DateTime<Utc>>,
 }
 
+/// What is stored: interchanges (on PostgreSQL the statistics collector's live-row estimate, which
+/// costs nothing to read; on SQLite an exact count) and when the oldest payload still stored
+/// arrived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct StorageStats {
+    pub interchanges: i64,
+    pub oldest_payload: Option<DateTime<Utc>>,
+}
+
 /// The answer to an operator's re-drive or discard.
 #[derive(Debug)]
 pub enum Transition {
@@ -162,6 +171,25 @@ impl Store {
             *cache = Some((Instant::now(), stats));
         }
         Ok(stats)
+    }
+
+    /// Stored interchanges and the arrival of the oldest payload not purged yet (its partial index).
+    pub async fn storage_stats(&self) -> Result<StorageStats, StoreError> {
+        const POSTGRES: &str = "SELECT COALESCE((SELECT n_live_tup FROM pg_stat_user_tables \
+            WHERE relid = 'inbox'::regclass), 0) AS interchanges, \
+            (SELECT MIN(received_at) FROM inbox WHERE payload IS NOT NULL) AS oldest_payload";
+        const SQLITE: &str = "SELECT (SELECT COUNT(*) FROM inbox) AS interchanges, \
+            (SELECT MIN(received_at) FROM inbox WHERE payload IS NOT NULL) AS oldest_payload";
+        let sql = match self.db {
+            Db::Postgres(_) => POSTGRES,
+            Db::Sqlite(_) => SQLITE,
+        };
+        Ok(on_pool!(self, pool => sqlx::query_as(sql).fetch_one(pool).await?))
+    }
+
+    /// Connections of the pool: open, and idle among them.
+    pub fn pool_connections(&self) -> (u32, u32) {
+        on_pool!(self, pool => (pool.size(), u32::try_from(pool.num_idle()).unwrap_or(u32::MAX)))
     }
 
     /// Newest first, keyset-paginated on the time-ordered id.

@@ -37,7 +37,7 @@ impl Postgres {
         // A few batches in flight at once keep the pool busy without one writer's latency bounding
         // everyone's throughput.
         let writers = usize::try_from(options.max_connections / 8).unwrap_or(1).max(1);
-        let queue = batch::Queue::start(writers, {
+        let queue = batch::Queue::start("postgres", writers, {
             let pool = pool.clone();
             move |jobs| {
                 let pool = pool.clone();

@@ -44,7 +44,7 @@ impl Sqlite {
         // The one writer has a connection of its own, outside the readers' pool (one page cache for
         // every write), opened again after an error.
         let writer = Arc::new(Mutex::new(None::<SqliteConnection>));
-        let queue = batch::Queue::start(1, move |jobs| {
+        let queue = batch::Queue::start("sqlite", 1, move |jobs| {
             let (connect, writer) = (connect.clone(), Arc::clone(&writer));
             async move {
                 let mut connection = writer.lock().await;

@@ -56,8 +56,7 @@ impl App {
             max_invoices: accounting.export_max_invoices,
         });
         let listener = TcpListener::bind(server.bind).await?;
-        let mut ctx = ApiContext::new(store, server, partner_auth);
-        ctx.book_with_accounting = accounting.accounting_url.is_some();
+        let ctx = ApiContext::new(store, server, partner_auth, accounting.accounting_url.is_some());
         let router = http::router(ctx);
         Ok(App { listener, router, limits, relay, exports })
     }

@@ -92,7 +92,7 @@ async fn write(store: &Store, dir: &Path, export: &Export) -> Result<(), ExportE
     let invoices = store.export_invoices(export).await?;
     let (text, lines) = csv::render(&invoices);
     let sha256 = format!("{:x}", Sha256::digest(text.as_bytes()));
-    replace_file(dir, &export.file_name, text.as_bytes())?;
+    put_file(dir, &export.file_name, text.into_bytes()).await?;
     crash_point("export-before-confirm");
     store.finish_export(export, lines, &sha256, Utc::now()).await?;
     tracing::info!(file = export.file_name, invoices = export.invoices, lines, "accounting file written");
@@ -103,7 +103,17 @@ async fn write(store: &Store, dir: &Path, export: &Export) -> Result<(), ExportE
 async fn write_manifest(store: &Store, dir: &Path, target: &str) -> Result<(), ExportError> {
     let finished = store.finished_exports(target).await?;
     let json = serde_json::to_vec_pretty(&finished).unwrap_or_default();
-    replace_file(dir, MANIFEST, &json)
+    put_file(dir, MANIFEST, json).await
+}
+
+/// [`replace_file`] on the blocking pool: writing and syncing a large file must not hold up the
+/// async workers that serve requests.
+async fn put_file(dir: &Path, name: &str, bytes: Vec<u8>) -> Result<(), ExportError> {
+    let (dir, name) = (dir.to_owned(), name.to_owned());
+    let failed = dir.clone();
+    tokio::task::spawn_blocking(move || replace_file(&dir, &name, &bytes))
+        .await
+        .map_err(|error| ExportError::Io(failed, std::io::Error::other(error)))?
 }
 
 /// Puts `bytes` at `dir/name` atomically: a synced temporary file renamed over it, then the

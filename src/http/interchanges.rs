@@ -113,7 +113,7 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
                 }
                 ctx.store.audit(attempt);
             }
-            (answer.outcome, answer.response, Some(answer.key))
+            (answer.outcome, answer.response, Some((answer.key, answer.standard)))
         }
         Err(error) => {
             let (outcome, status) = (error.outcome(), error.status());
@@ -129,7 +129,7 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     ctx.metrics.delivery(outcome);
     super::metrics::interchange(
         facts.partner_id.as_deref(),
-        key.as_ref().map(|k| k.source.as_str()),
+        key.as_ref().map(|(_, standard)| *standard),
         outcome,
     );
     // One line per delivery, with what an operator searches by; never the payload or a credential.
@@ -137,8 +137,8 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
         target: "edi_inbox::delivery",
         request_id = facts.request_id.as_deref().unwrap_or("-"),
         partner = facts.partner_id.as_deref().unwrap_or("-"),
-        source = key.as_ref().map_or("-", |k| k.source.as_str()),
-        message_id = key.as_ref().map_or("-", |k| k.message_id.as_str()),
+        source = key.as_ref().map_or("-", |(k, _)| k.source.as_str()),
+        message_id = key.as_ref().map_or("-", |(k, _)| k.message_id.as_str()),
         outcome,
         status = response.status().as_u16(),
         duration_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -164,6 +164,7 @@ struct Answer {
     response: Response,
     attempt: Option<Attempt>,
     key: IdempotencyKey,
+    standard: Standard,
 }
 
 /// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
@@ -369,6 +370,7 @@ async fn respond(
                 response: error.into_response(),
                 attempt: Some(attempt),
                 key: delivery.key.clone(),
+                standard: delivery.envelope.standard,
             });
         }
     };
@@ -394,7 +396,7 @@ async fn respond(
         (false, Status::Rejected) => "rejected",
     };
     let attempt = replayed.then(|| attempt(id, outcome, code));
-    Ok(Answer { outcome, response, attempt, key: delivery.key.clone() })
+    Ok(Answer { outcome, response, attempt, key: delivery.key.clone(), standard: delivery.envelope.standard })
 }
 
 /// Reads the body up to `limit` bytes (413 beyond).

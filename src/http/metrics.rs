@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use super::ApiContext;
 use super::health::relay_lag_seconds;
+use crate::edi::Standard;
 
 /// Bounds of the latency histograms, in seconds.
 const LATENCY_BUCKETS: [f64; 13] =
@@ -96,7 +97,7 @@ impl Metrics {
 /// What became of an interchange delivery, for `edi_inbox_interchanges_total`: the partner (proven,
 /// else `-`), the standard (`x12`, `edifact`, or `-` when unreadable) and the outcome in the
 /// metric's words.
-pub fn interchange(partner: Option<&str>, source: Option<&str>, outcome: &'static str) {
+pub fn interchange(partner: Option<&str>, standard: Option<Standard>, outcome: &'static str) {
     let outcome = match outcome {
         "unauthenticated" => "unauthorized",
         "rate-limited" => "rate_limited",
@@ -105,11 +106,7 @@ pub fn interchange(partner: Option<&str>, source: Option<&str>, outcome: &'stati
         "bad-request" => "bad_request",
         other => other,
     };
-    let standard = match source.and_then(|s| s.split(':').next()) {
-        Some("x12") => "x12",
-        Some("edifact") => "edifact",
-        _ => "-",
-    };
+    let standard = standard.map_or("-", Standard::as_str);
     let partner = partner.unwrap_or("-").to_owned();
     metrics::counter!("edi_inbox_interchanges_total", "partner" => partner, "standard" => standard, "outcome" => outcome)
         .increment(1);

@@ -62,7 +62,12 @@ pub struct ApiContext {
 }
 
 impl ApiContext {
-    pub fn new(store: Store, server: &ServerConfig, partner_auth: bool) -> ApiContext {
+    pub fn new(
+        store: Store,
+        server: &ServerConfig,
+        partner_auth: bool,
+        book_with_accounting: bool,
+    ) -> ApiContext {
         ApiContext {
             store,
             body_limit: server.body_limit,
@@ -81,7 +86,7 @@ impl ApiContext {
                 max_segments: server.max_segments,
                 max_element_length: server.max_element_length,
             },
-            book_with_accounting: false,
+            book_with_accounting,
         }
     }
 }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Db, InvoiceFilter, Store, StoreError};
+use super::{InvoiceFilter, Store, StoreError};
 use crate::inbox::resource::InvoiceResource;
 
 /// An export whose invoices are assigned.
@@ -56,37 +56,29 @@ impl Store {
         const COUNT: &str = "UPDATE exports SET invoices = $2 WHERE id = $1";
         let id = Uuid::now_v7();
         let export = Export { id, file_name: file_name(id), invoices: 0 };
-        macro_rules! assign {
-            ($tx:expr) => {{
-                let mut tx = $tx;
-                sqlx::query(CREATE)
-                    .bind(export.id)
-                    .bind(&export.file_name)
-                    .bind(now)
-                    .bind(target)
-                    .execute(&mut *tx)
-                    .await?;
-                let assigned = sqlx::query(ASSIGN)
-                    .bind(export.id)
-                    .bind(i64::from(max))
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if assigned == 0 {
-                    tx.rollback().await?;
-                    return Ok(None);
-                }
-                let invoices = i32::try_from(assigned).unwrap_or(i32::MAX);
-                sqlx::query(COUNT).bind(export.id).bind(invoices).execute(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(Some(Export { invoices, ..export }))
-            }};
-        }
-        match &self.db {
-            Db::Postgres(postgres) => assign!(postgres.pool.begin().await?),
-            // The write lock from the start: a deferred transaction could find its snapshot stale.
-            Db::Sqlite(sqlite) => assign!(sqlite.pool.begin_with("BEGIN IMMEDIATE").await?),
-        }
+        in_write_transaction!(&self.db, tx => {
+            sqlx::query(CREATE)
+                .bind(export.id)
+                .bind(&export.file_name)
+                .bind(now)
+                .bind(target)
+                .execute(&mut *tx)
+                .await?;
+            let assigned = sqlx::query(ASSIGN)
+                .bind(export.id)
+                .bind(i64::from(max))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if assigned == 0 {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            let invoices = i32::try_from(assigned).unwrap_or(i32::MAX);
+            sqlx::query(COUNT).bind(export.id).bind(invoices).execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(Some(Export { invoices, ..export }))
+        })
     }
 
     /// The invoices of an export with their lines, oldest first.

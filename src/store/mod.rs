@@ -18,6 +18,24 @@ macro_rules! on_db {
     };
 }
 
+/// Runs `$body` with `$tx`, a write transaction on whichever pool a [`Db`] holds; on SQLite the
+/// write lock is taken at BEGIN (`IMMEDIATE`), so that the transaction cannot find its snapshot
+/// stale when it first writes. `$body` commits or rolls back.
+macro_rules! in_write_transaction {
+    ($db:expr, $tx:ident => $body:expr) => {
+        match $db {
+            $crate::store::Db::Postgres(postgres) => {
+                let mut $tx = postgres.pool.begin().await?;
+                $body
+            }
+            $crate::store::Db::Sqlite(sqlite) => {
+                let mut $tx = sqlite.pool.begin_with("BEGIN IMMEDIATE").await?;
+                $body
+            }
+        }
+    };
+}
+
 /// [`on_db!`] on a store's database.
 macro_rules! on_pool {
     ($store:expr, $pool:ident => $body:expr) => {

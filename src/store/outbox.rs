@@ -117,41 +117,32 @@ impl Store {
         const SQL: &str = "UPDATE outbox SET status = $3, reference = $4, last_error = $5, \
             next_attempt_at = COALESCE($6, next_attempt_at), delivered_at = $7, leased_until = NULL, \
             lease_token = NULL WHERE id = $1 AND lease_token = $2";
-        macro_rules! settle {
-            ($tx:expr) => {{
-                let mut tx = $tx;
-                let mut held = Vec::with_capacity(attempts.len());
-                for attempt in attempts {
-                    let (status, reference, error, retry_at, delivered_at) = match &attempt.settlement {
-                        Settlement::Delivered { reference } => {
-                            (AccountingStatus::Delivered, reference.as_deref(), None, None, Some(attempt.at))
-                        }
-                        Settlement::Retry { at, error } => {
-                            (AccountingStatus::Pending, None, Some(error), Some(*at), None)
-                        }
-                        Settlement::Dead { error } => (AccountingStatus::Dead, None, Some(error), None, None),
-                    };
-                    let updated = sqlx::query(SQL)
-                        .bind(attempt.id)
-                        .bind(attempt.token)
-                        .bind(status.as_str())
-                        .bind(reference)
-                        .bind(error)
-                        .bind(retry_at)
-                        .bind(delivered_at)
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
-                    held.push(updated == 1);
-                }
-                tx.commit().await?;
-                Ok(held)
-            }};
-        }
-        match &self.db {
-            Db::Postgres(postgres) => settle!(postgres.pool.begin().await?),
-            Db::Sqlite(sqlite) => settle!(sqlite.pool.begin_with("BEGIN IMMEDIATE").await?),
-        }
+        in_write_transaction!(&self.db, tx => {
+            let mut held = Vec::with_capacity(attempts.len());
+            for attempt in attempts {
+                let (status, reference, error, retry_at, delivered_at) = match &attempt.settlement {
+                    Settlement::Delivered { reference } => {
+                        (AccountingStatus::Delivered, reference.as_deref(), None, None, Some(attempt.at))
+                    }
+                    Settlement::Retry { at, error } => (AccountingStatus::Pending, None, Some(error), Some(*at), None),
+                    Settlement::Dead { error } => (AccountingStatus::Dead, None, Some(error), None, None),
+                };
+                let updated = sqlx::query(SQL)
+                    .bind(attempt.id)
+                    .bind(attempt.token)
+                    .bind(status.as_str())
+                    .bind(reference)
+                    .bind(error)
+                    .bind(retry_at)
+                    .bind(delivered_at)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                held.push(updated == 1);
+            }
+            tx.commit().await?;
+            Ok(held)
+        })
     }
 
     /// The backlog: pending and dead messages, and when the oldest pending one was written; read

@@ -193,6 +193,7 @@ async fn dead_letters_are_listed_retried_and_discarded(backend: Backend) {
         .assert_problem(404, "not-found");
     admin_post(&h, "/v1/admin/outbox/not-a-uuid/retry").await.assert_problem(400, "invalid-request");
     admin_get(&h, "/v1/admin/outbox?status=lost").await.assert_problem(400, "invalid-request");
+    h.app.get("/v1/invoices?accounting_status=lost").await.assert_problem(400, "invalid-request");
 
     accounting.resume().await;
     let retried = admin_post(&h, &format!("/v1/admin/outbox/{message}/retry")).await;

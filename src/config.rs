@@ -165,6 +165,10 @@ pub struct ServerConfig {
     /// endpoints; the admin API is disabled without one.
     #[arg(long, env = "EDI_INBOX_ADMIN_TOKEN", global = true, hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Origins allowed to push CloudEvents webhooks here (the validation handshake's
+    /// `WebHook-Request-Origin`), comma-separated; `*` allows any. None by default.
+    #[arg(long, env = "EDI_INBOX_WEBHOOK_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]
+    pub webhook_allowed_origins: Vec<String>,
     /// Requests per minute a partner may make, unless its own limit says otherwise.
     #[arg(long, env = "EDI_INBOX_RATE_LIMIT", default_value_t = 600, global = true)]
     pub rate_limit: u32,

@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 
@@ -19,6 +20,7 @@ use super::ApiContext;
 use super::metrics::Metrics;
 use super::problem::ApiError;
 use crate::edi::Envelope;
+use crate::inbox::transport::Transport;
 use crate::partners::directory::Directory;
 use crate::partners::webhooks::{self, SignatureError, Signatures, SignedRequest};
 use crate::partners::{Partner, PartnerStatus};
@@ -51,6 +53,15 @@ fn bearer(parts: &Parts) -> Option<&str> {
     header(parts, header::AUTHORIZATION.as_str())?.strip_prefix("Bearer ").map(str::trim)
 }
 
+/// The password of `Authorization: Basic`, which carries the API key for senders that can only put
+/// credentials in the endpoint URL (`https://partner:KEY@host/…`, as AWS SNS does).
+fn basic_password(parts: &Parts) -> Option<String> {
+    let encoded = header(parts, header::AUTHORIZATION.as_str())?.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    text.split_once(':').map(|(_, password)| password.to_owned())
+}
+
 /// The `partner` query parameter, which names the partner of a signed request.
 fn partner_parameter(parts: &Parts) -> Option<&str> {
     parts.uri.query()?.split('&').find_map(|pair| pair.strip_prefix("partner=")).filter(|id| !id.is_empty())
@@ -63,14 +74,14 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     if !ctx.partner_auth {
         return Ok(Caller::Open);
     }
-    if let Some(key) = bearer(parts) {
+    if let Some(key) = bearer(parts).map(str::to_owned).or_else(|| basic_password(parts)) {
         let directory = ctx.store.directory().await?;
-        let partner = directory.by_api_key(key).ok_or_else(|| unauthorized("the API key is not valid"))?;
+        let partner = directory.by_api_key(&key).ok_or_else(|| unauthorized("the API key is not valid"))?;
         return active(Arc::clone(partner)).map(Caller::Partner);
     }
     let Some(signatures) = header(parts, "webhook-signature") else {
         return Err(unauthorized(
-            "authenticate with `Authorization: Bearer <API key>` or a Standard Webhooks signature",
+            "authenticate with `Authorization: Bearer <API key>` (or Basic, the key as password) or a Standard Webhooks signature",
         ));
     };
     let signatures =
@@ -160,6 +171,18 @@ pub fn check_sender(
     }
 }
 
+/// An AS2 delivery's `AS2-From` must be one of the partner's registered AS2 names (a gateway
+/// forwarding for another partner, or a spoofed header, gets 403).
+pub fn check_as2(ctx: &ApiContext, partner: &Partner, transport: &Transport) -> Result<(), ApiError> {
+    let Some((from, _)) = super::doors::as2_names(transport) else { return Ok(()) };
+    if partner.as2_ids.iter().any(|id| id == from) {
+        return Ok(());
+    }
+    ctx.metrics.security_event("wrong-as2-id");
+    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, "AS2 delivery refused");
+    Err(ApiError::Forbidden(format!("partner {} does not send as AS2 name {from:?}", partner.id)))
+}
+
 /// Whether a request needs the admin token: `/v1/admin/…` always; with partner authentication also
 /// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
 /// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
@@ -169,9 +192,18 @@ pub(super) fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
         || (partner_auth && !delivery && (path.starts_with("/v1/") || path == "/metrics"))
 }
 
+/// The CloudEvents webhook validation handshake (`OPTIONS /v1/interchanges` with
+/// `WebHook-Request-Origin`), which push senders make before their first delivery, without our
+/// credentials. It only tells whether an origin is allowed to push here.
+fn is_handshake(request: &Request) -> bool {
+    request.method() == Method::OPTIONS
+        && request.uri().path() == "/v1/interchanges"
+        && request.headers().contains_key(super::doors::WEBHOOK_REQUEST_ORIGIN)
+}
+
 /// Requires the admin token where [`guarded`] says so.
 pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, next: Next) -> Response {
-    if !guarded(ctx.partner_auth, request.method(), request.uri().path()) {
+    if !guarded(ctx.partner_auth, request.method(), request.uri().path()) || is_handshake(&request) {
         return next.run(request).await;
     }
     let Some(expected) = ctx.admin_token.as_deref() else {

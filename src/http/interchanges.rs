@@ -23,23 +23,18 @@ use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::limits::Reservation;
-use super::{ApiContext, auth, non_empty, page_limit, parse_id};
+use super::{ApiContext, auth, doors, non_empty, page_limit, parse_id};
 use crate::edi::{self, PartyId, Standard, ack};
-use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
-use crate::inbox::{Delivery, Outcome, Status};
+use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
+use crate::inbox::transport::{Door, Transport};
+use crate::inbox::resource::{BypassedResource, IdempotencyKey, InterchangePage, InterchangeResource};
+use crate::inbox::{self, Delivery, Outcome, Status};
+use crate::partners::directory::Directory;
 use crate::partners::{ConflictPolicy, Partner, Validation};
 use crate::store::{
-    Attempt, AttemptFacts, DeliveryAttempt, FirstAttempt, InterchangeFilter, StoredInterchange,
+    Attempt, AttemptFacts, DeliveryAttempt, FirstAttempt, HeldPayload, Hold, InterchangeFilter,
+    StoredInterchange,
 };
-
-/// Media types an interchange may be posted as; parameters such as `charset` are ignored.
-const ACCEPTED_MEDIA_TYPES: [&str; 5] = [
-    "application/edi-x12",
-    "application/edifact",
-    "application/edi-consent",
-    "text/plain",
-    "application/octet-stream",
-];
 
 /// Set on every response that repeats the outcome of an earlier delivery.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -105,20 +100,33 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
     let started = std::time::Instant::now();
     let mut facts = attempt_facts(&request, remote);
-    let (outcome, response, key) = match deliver(&ctx, request, remote, &mut facts, received_at).await {
+    let result = deliver(&ctx, request, remote, &mut facts, received_at).await;
+    conclude(&ctx, result, &facts, remote, received_at, started)
+}
+
+/// Audits, counts and logs what became of a delivery (from any door or queue), and gives its answer.
+pub fn conclude(
+    ctx: &ApiContext,
+    result: Result<Answer, ApiError>,
+    facts: &AttemptFacts,
+    remote: Option<IpAddr>,
+    received_at: chrono::DateTime<Utc>,
+    started: std::time::Instant,
+) -> Response {
+    let (outcome, response, key) = match result {
         Ok(answer) => {
             if let Some(attempt) = answer.attempt {
-                if attempt.outcome == "replayed" {
-                    super::metrics::replay(attempt.inbox_id);
+                if let (true, Some(id)) = (attempt.outcome == "replayed", attempt.inbox_id) {
+                    super::metrics::replay(id);
                 }
                 ctx.store.audit(attempt);
             }
-            (answer.outcome, answer.response, Some((answer.key, answer.standard)))
+            (answer.outcome, answer.response, answer.key)
         }
         Err(error) => {
             let (outcome, status) = (error.outcome(), error.status());
             if !status.is_server_error() {
-                ctx.store.refused(outcome, status.as_u16(), &facts, received_at);
+                ctx.store.refused(outcome, status.as_u16(), facts, received_at);
                 if let (Some(remote), None) = (remote, &facts.partner_id) {
                     ctx.limiter.refused(remote);
                 }
@@ -137,6 +145,8 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
         target: "edi_inbox::delivery",
         request_id = facts.request_id.as_deref().unwrap_or("-"),
         partner = facts.partner_id.as_deref().unwrap_or("-"),
+        door = facts.transport.door.as_str(),
+        transport_id = facts.transport.id.as_deref().unwrap_or("-"),
         source = key.as_ref().map_or("-", |(k, _)| k.source.as_str()),
         message_id = key.as_ref().map_or("-", |(k, _)| k.message_id.as_str()),
         outcome,
@@ -158,13 +168,12 @@ fn attempt_facts(request: &Request, remote: Option<IpAddr>) -> AttemptFacts {
     )
 }
 
-/// What a recorded delivery is answered with, and the audit row of a replay or conflict.
-struct Answer {
-    outcome: &'static str,
-    response: Response,
+/// What a delivery is answered with, the audit row of a replay, conflict or bypass, and its key.
+pub struct Answer {
+    pub outcome: &'static str,
+    pub response: Response,
     attempt: Option<Attempt>,
-    key: IdempotencyKey,
-    standard: Standard,
+    key: Option<(IdempotencyKey, Standard)>,
 }
 
 /// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
@@ -176,25 +185,30 @@ const INLINE_PARSE_BYTES: usize = 256 * 1024;
 /// What a request is allowed before its body is read.
 struct Admitted {
     caller: auth::Caller,
-    content_type: Option<String>,
+    recognised: doors::Recognised,
     _reservation: Reservation,
     _unproven: Option<OwnedSemaphorePermit>,
 }
 
 /// Checks everything the headers can tell, cheapest first, before a byte of the body is read: the
-/// media type, the credential (an API key is proven here and charged to its partner; a signature
-/// only gets a slot of the smaller unproven budget), the declared size, and the byte budget.
+/// door and media type, the credential (an API key is proven here and charged to its partner, and
+/// its AS2 names checked; a signature only gets a slot of the smaller unproven budget), the
+/// declared size, and the byte budget.
 async fn admit(
     ctx: &ApiContext,
     parts: &Parts,
     remote: Option<IpAddr>,
     facts: &mut AttemptFacts,
 ) -> Result<Admitted, ApiError> {
-    let content_type = accepted_content_type(&parts.headers)?;
+    let recognised = doors::recognise(&parts.headers)?;
+    facts.transport = recognised.transport.clone();
     let caller = auth::identify(ctx, parts).await?;
     let mut unproven = None;
     match &caller {
-        auth::Caller::Partner(partner) => charge(ctx, partner, facts)?,
+        auth::Caller::Partner(partner) => {
+            charge(ctx, partner, facts)?;
+            auth::check_as2(ctx, partner, &facts.transport)?;
+        }
         auth::Caller::Signed { .. } => {
             if let Some(remote) = remote {
                 ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
@@ -211,7 +225,7 @@ async fn admit(
     }
     let bytes = declared.unwrap_or(limit).saturating_mul(BUFFER_COPIES);
     let reservation = ctx.limiter.reserve(bytes).await.map_err(ApiError::RateLimited)?;
-    Ok(Admitted { caller, content_type, _reservation: reservation, _unproven: unproven })
+    Ok(Admitted { caller, recognised, _reservation: reservation, _unproven: unproven })
 }
 
 /// The largest body the caller may send: a proven partner's own limit, else the server's.
@@ -231,7 +245,7 @@ fn charge(ctx: &ApiContext, partner: &Partner, facts: &mut AttemptFacts) -> Resu
     ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)
 }
 
-/// Authenticates, reads, parses and records one delivery.
+/// Authenticates, reads, unwraps, parses and records one delivery.
 async fn deliver(
     ctx: &ApiContext,
     request: Request,
@@ -254,67 +268,279 @@ async fn deliver(
     let partner = caller.partner().cloned();
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, facts)?;
+        auth::check_as2(ctx, partner, &facts.transport)?;
     }
     let limit = body_limit(ctx, &caller);
     if body.len() > limit {
         return Err(ApiError::PayloadTooLarge(limit));
     }
     let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
-    let delivery = prepare(ctx, body, admitted.content_type, received_at, partner.clone()).await?;
+    match doors::unwrap(admitted.recognised, body)? {
+        doors::Arrival::SnsControl(control) => {
+            let kept = ctx.store.keep_sns_control(&control, facts.partner_id.as_deref(), received_at).await?;
+            tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %control.topic_arn,
+                "SNS subscription message kept for an operator to confirm");
+            Ok(Answer { outcome: "sns-subscription", response: Json(kept).into_response(), attempt: None, key: None })
+        }
+        doors::Arrival::Interchange { body, content_type, transport } => {
+            facts.transport = transport;
+            let inbound = Inbound { body, content_type, partner: PartnerOf::Caller(partner), wants_ack: wants_ack(&parts.headers) };
+            ingest(ctx, inbound, facts, received_at).await
+        }
+    }
+}
+
+/// Whose settings apply to an interchange.
+pub enum PartnerOf {
+    /// The proven caller's (none in open mode).
+    Caller(Option<Arc<Partner>>),
+    /// The partner whose sender identity the envelope names: messages from a queue, which the
+    /// broker authenticated. With partner authentication an unknown sender is refused.
+    Sender(Arc<Directory>),
+}
+
+/// An unwrapped interchange, from any door or queue.
+pub struct Inbound {
+    pub body: Bytes,
+    pub content_type: Option<String>,
+    pub partner: PartnerOf,
+    /// The acknowledgement is wanted as the body.
+    pub wants_ack: bool,
+}
+
+/// What parsing made of an interchange.
+enum Prepared {
+    /// It goes through the inbox.
+    Delivery(Delivery, Option<Arc<Partner>>),
+    /// Every document is of a type its partner declared naturally idempotent: answered without a claim.
+    Bypassed(BypassedResource, Option<Arc<Partner>>),
+}
+
+/// Parses and records one interchange exactly once, applying its partner's policies.
+pub async fn ingest(
+    ctx: &ApiContext,
+    inbound: Inbound,
+    facts: &mut AttemptFacts,
+    received_at: chrono::DateTime<Utc>,
+) -> Result<Answer, ApiError> {
+    let wants_ack = inbound.wants_ack;
+    let (delivery, partner) = match prepare(ctx, inbound, received_at).await? {
+        Prepared::Delivery(delivery, partner) => (delivery, partner),
+        Prepared::Bypassed(resource, partner) => {
+            facts.partner_id = partner.map(|p| p.id.clone());
+            return Ok(bypassed(resource, facts, received_at));
+        }
+    };
+    if let Some(partner) = &partner {
+        facts.partner_id = Some(partner.id.clone());
+    }
+    let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
     let mut delivery = Arc::new(delivery);
-    let mut outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts)).await?;
-    if matches!(outcome, Outcome::Conflict { .. })
-        && partner.is_some_and(|p| p.conflict_policy == ConflictPolicy::Process)
-    {
+    let mut outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts, policy)).await?;
+    if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
         let mut distinguished = Arc::unwrap_or_clone(delivery);
         distinguished.distinguish_by_content();
         delivery = Arc::new(distinguished);
-        outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts)).await?;
+        outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts, policy)).await?;
     }
-    respond(ctx, &parts.headers, &delivery, outcome, facts, received_at).await
+    if let (ConflictPolicy::Quarantine, Some(partner)) = (policy, &partner)
+        && let Some(hold) = quarantine(&partner.id, &delivery, &outcome)
+    {
+        let audited = matches!(outcome, Outcome::Recorded { .. });
+        return held(ctx, &delivery, hold, audited, facts, received_at).await;
+    }
+    respond(ctx, wants_ack, &delivery, outcome, facts, received_at).await
 }
 
-/// Parses and maps the body into a delivery, checking the sender against the proven partner; large
+/// Parses and maps the body into a delivery, checking the sender against its partner; large
 /// bodies on the blocking pool so that the async workers keep serving.
 async fn prepare(
     ctx: &ApiContext,
-    body: Bytes,
-    content_type: Option<String>,
+    inbound: Inbound,
     received_at: chrono::DateTime<Utc>,
-    partner: Option<Arc<Partner>>,
-) -> Result<Delivery, ApiError> {
-    let (limits, metrics, accounting) =
-        (ctx.parse_limits, Arc::clone(&ctx.metrics), ctx.book_with_accounting);
+) -> Result<Prepared, ApiError> {
+    let (limits, metrics, accounting, partner_auth) =
+        (ctx.parse_limits, Arc::clone(&ctx.metrics), ctx.book_with_accounting, ctx.partner_auth);
+    let Inbound { body, content_type, partner, .. } = inbound;
     let inline = body.len() <= INLINE_PARSE_BYTES;
     let work = move || {
         let mut unwrapped = Vec::new();
         let mut interchange = edi::parse(&body, &mut unwrapped, limits).map_err(ApiError::Malformed)?;
+        let partner = match partner {
+            PartnerOf::Caller(partner) => partner,
+            PartnerOf::Sender(directory) => {
+                let found = directory.by_sender(&inbox::key(&interchange.envelope).source).cloned();
+                if partner_auth && found.is_none() {
+                    return Err(ApiError::Forbidden(format!(
+                        "no partner sends as {}",
+                        inbox::key(&interchange.envelope).source
+                    )));
+                }
+                found
+            }
+        };
         auth::check_sender(&metrics, partner.as_deref(), &interchange.envelope)?;
-        if partner.is_some_and(|p| p.validation == Validation::Lenient) {
+        if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
             interchange = interchange.lenient();
         }
         Ok(match interchange.documents() {
+            Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
+                Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
+            }
             Ok(documents) => {
                 let mut delivery =
                     Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
                 if accounting {
                     delivery.book_with_accounting();
                 }
-                delivery
+                Prepared::Delivery(delivery, partner)
             }
             Err(error) => {
-                Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
-                    ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
-                })
+                let delivery =
+                    Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
+                        ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
+                    });
+                Prepared::Delivery(delivery, partner)
             }
         })
     };
     if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| ApiError::Internal)? }
 }
 
+/// The answer to a bypassed interchange: 200 with what was read, and an audit row (no inbox row).
+fn bypassed(resource: BypassedResource, facts: &AttemptFacts, received_at: chrono::DateTime<Utc>) -> Answer {
+    let key = resource.idempotency_key.clone();
+    let standard = resource.standard;
+    let attempt = Attempt {
+        inbox_id: None,
+        key: key.clone(),
+        outcome: "bypassed",
+        status: StatusCode::OK.as_u16(),
+        facts: facts.clone(),
+        at: received_at,
+    };
+    Answer {
+        outcome: "bypassed",
+        response: (StatusCode::OK, Json(resource)).into_response(),
+        attempt: Some(attempt),
+        key: Some((key, standard)),
+    }
+}
+
+/// What a quarantine-policy partner's delivery is held for, if it would be refused: a conflict
+/// (409) or an invalid interchange (422, first or replayed).
+fn quarantine<'a>(partner_id: &'a str, delivery: &'a Delivery, outcome: &Outcome) -> Option<Hold<'a>> {
+    let (reason, interchange_id, problem) = match outcome {
+        Outcome::Conflict { original_id } => {
+            let error = ApiError::Conflict {
+                original_id: *original_id,
+                sender: delivery.key.source.clone(),
+                message_id: delivery.key.message_id.clone(),
+            };
+            (QuarantineReason::Conflict, *original_id, error.body())
+        }
+        Outcome::Recorded { .. } if delivery.status == Status::Rejected => {
+            (QuarantineReason::Invalid, delivery.id, delivery.response.clone())
+        }
+        Outcome::Replayed { id, status: Status::Rejected, body } => (QuarantineReason::Invalid, *id, body.clone()),
+        Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,
+    };
+    Some(Hold {
+        partner_id,
+        source: &delivery.key.source,
+        message_id: &delivery.key.message_id,
+        payload_sha256: &delivery.fingerprint,
+        reason,
+        payload: &delivery.payload,
+        content_type: delivery.content_type.as_deref(),
+        problem,
+        interchange_id,
+        received_at: delivery.received_at,
+    })
+}
+
+/// Holds a delivery a broker would otherwise retry for days and answers 202 with the entry (the
+/// same entry, marked replayed, for every redelivery of that content).
+async fn held(
+    ctx: &ApiContext,
+    delivery: &Delivery,
+    hold: Hold<'_>,
+    audited: bool,
+    facts: &AttemptFacts,
+    received_at: chrono::DateTime<Utc>,
+) -> Result<Answer, ApiError> {
+    let (entry, fresh) = ctx.store.hold(&hold).await?;
+    if fresh {
+        tracing::warn!(target: "edi_inbox::quarantine", id = %entry.id, partner = %entry.partner_id,
+            reason = entry.reason.as_str(), source = %entry.source, message_id = %entry.message_id,
+            "delivery quarantined for an operator");
+    }
+    let attempt = (!audited).then(|| Attempt {
+        inbox_id: Some(hold.interchange_id),
+        key: delivery.key.clone(),
+        outcome: QUARANTINED,
+        status: StatusCode::ACCEPTED.as_u16(),
+        facts: facts.clone(),
+        at: received_at,
+    });
+    let mut response = (StatusCode::ACCEPTED, Json(entry)).into_response();
+    if !fresh {
+        response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    Ok(Answer { outcome: QUARANTINED, response, attempt, key: Some((delivery.key.clone(), delivery.envelope.standard)) })
+}
+
+/// Processes a held delivery after all, under its partner's current settings: recorded under its
+/// content-distinguished key (`{control number}#{fingerprint prefix}`), so that it neither replaces
+/// the interchange it conflicts with nor replays the rejection it got. Still invalid: 409.
+pub async fn release(ctx: &ApiContext, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, ApiError> {
+    let received_at = Utc::now();
+    let facts = AttemptFacts {
+        partner_id: Some(partner.id.clone()),
+        body_bytes: i64::try_from(held.payload.len()).unwrap_or(i64::MAX),
+        transport: Transport::new(Door::Direct, None).with("released_from", Some(held.entry.id.to_string())),
+        ..AttemptFacts::default()
+    };
+    let inbound = Inbound {
+        body: held.payload,
+        content_type: held.content_type,
+        partner: PartnerOf::Caller(Some(partner)),
+        wants_ack: false,
+    };
+    let Prepared::Delivery(mut delivery, _) = prepare(ctx, inbound, received_at).await? else {
+        return Err(ApiError::WrongState("its documents now bypass the inbox; discard it".into()));
+    };
+    if delivery.status == Status::Rejected {
+        return Err(ApiError::WrongState(format!(
+            "it is still invalid under the partner's current settings: {}",
+            serde_json::from_str::<serde_json::Value>(&delivery.response)
+                .ok()
+                .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
+                .unwrap_or_default()
+        )));
+    }
+    delivery.distinguish_by_content();
+    let delivery = Arc::new(delivery);
+    let interchange_id = match ctx.store.record(&delivery, &first_attempt(&delivery, &facts, ConflictPolicy::Process)).await? {
+        Outcome::Recorded { .. } => delivery.id,
+        Outcome::Replayed { id, .. } => id,
+        Outcome::Conflict { original_id } => {
+            return Err(ApiError::WrongState(format!("its distinguished key is held by interchange {original_id}")));
+        }
+    };
+    ctx.store
+        .resolve_hold(held.entry.id, QuarantineStatus::Released, Some(interchange_id), received_at)
+        .await?
+        .ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))
+}
+
 /// The audit row a first delivery writes with itself.
-fn first_attempt(delivery: &Delivery, facts: &AttemptFacts) -> FirstAttempt {
-    FirstAttempt { facts: facts.clone(), status: answer_status(delivery.status, false).as_u16() }
+fn first_attempt(delivery: &Delivery, facts: &AttemptFacts, policy: ConflictPolicy) -> FirstAttempt {
+    let status = match (delivery.status, policy) {
+        (Status::Rejected, ConflictPolicy::Quarantine) => StatusCode::ACCEPTED,
+        (status, _) => answer_status(status, false),
+    };
+    FirstAttempt { facts: facts.clone(), status: status.as_u16() }
 }
 
 /// The status of an answer: 201 for a first processing, 200 for its replays, 422 for a rejection.
@@ -330,15 +556,15 @@ fn answer_status(status: Status, replayed: bool) -> StatusCode {
 /// headers, the audit trail's name for what happened, and the audit row of a replay or conflict.
 async fn respond(
     ctx: &ApiContext,
-    headers: &HeaderMap,
+    ack_wanted: bool,
     delivery: &Delivery,
     outcome: Outcome,
     facts: &AttemptFacts,
     received_at: chrono::DateTime<Utc>,
 ) -> Result<Answer, ApiError> {
-    let ack_wanted = wants_ack(headers);
+    let key = Some((delivery.key.clone(), delivery.envelope.standard));
     let attempt = |inbox_id: Uuid, outcome: &'static str, status: StatusCode| Attempt {
-        inbox_id,
+        inbox_id: Some(inbox_id),
         key: delivery.key.clone(),
         outcome,
         status: status.as_u16(),
@@ -369,8 +595,7 @@ async fn respond(
                 outcome: attempt.outcome,
                 response: error.into_response(),
                 attempt: Some(attempt),
-                key: delivery.key.clone(),
-                standard: delivery.envelope.standard,
+                key,
             });
         }
     };
@@ -396,7 +621,7 @@ async fn respond(
         (false, Status::Rejected) => "rejected",
     };
     let attempt = replayed.then(|| attempt(id, outcome, code));
-    Ok(Answer { outcome, response, attempt, key: delivery.key.clone(), standard: delivery.envelope.standard })
+    Ok(Answer { outcome, response, attempt, key })
 }
 
 /// Reads the body up to `limit` bytes (413 beyond).
@@ -453,20 +678,6 @@ fn ack_media_type(standard: Standard) -> &'static str {
     match standard {
         Standard::X12 => "application/edi-x12",
         Standard::Edifact => "application/edifact",
-    }
-}
-
-/// The request's media type when it is one we accept; a missing one counts as `application/octet-stream`.
-fn accepted_content_type(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(None);
-    };
-    let text = value.to_str().map_err(|_| ApiError::UnsupportedMediaType(format!("{value:?}")))?;
-    let media_type = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    if ACCEPTED_MEDIA_TYPES.contains(&media_type.as_str()) {
-        Ok(Some(text.to_owned()))
-    } else {
-        Err(ApiError::UnsupportedMediaType(text.to_owned()))
     }
 }
 

@@ -104,6 +104,8 @@ pub fn interchange(partner: Option<&str>, standard: Option<Standard>, outcome: &
         "too-large" => "too_large",
         "unsupported-media-type" => "unsupported_media_type",
         "bad-request" => "bad_request",
+        "invalid-transport" => "invalid_transport",
+        "sns-subscription" => "sns_subscription",
         other => other,
     };
     let standard = standard.map_or("-", Standard::as_str);

@@ -5,6 +5,7 @@ mod admin;
 mod auth;
 mod connection;
 mod health;
+pub mod doors;
 pub mod interchanges;
 mod invoices;
 mod limits;
@@ -12,6 +13,7 @@ pub mod metrics;
 pub mod openapi;
 mod outbox;
 pub mod problem;
+pub mod quarantine;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -59,6 +61,8 @@ pub struct ApiContext {
     pub parse_limits: crate::edi::Limits,
     /// Every recorded invoice gets an outbox message for the accounting API.
     pub book_with_accounting: bool,
+    /// Origins the CloudEvents webhook validation handshake allows.
+    pub webhook_allowed_origins: Arc<[String]>,
 }
 
 impl ApiContext {
@@ -87,6 +91,7 @@ impl ApiContext {
                 max_element_length: server.max_element_length,
             },
             book_with_accounting,
+            webhook_allowed_origins: server.webhook_allowed_origins.iter().map(|o| o.trim().to_owned()).collect(),
         }
     }
 }
@@ -100,7 +105,7 @@ const DEFAULT_PAGE: u32 = 50;
 /// The API routes and the OpenAPI document that describes them.
 pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        .routes(routes!(interchanges::receive, interchanges::list_interchanges))
+        .routes(routes!(interchanges::receive, interchanges::list_interchanges, doors::validate_webhook))
         .routes(routes!(interchanges::get_interchange))
         .routes(routes!(interchanges::get_ack))
         .routes(routes!(interchanges::list_deliveries))
@@ -117,6 +122,11 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .routes(routes!(outbox::list_outbox))
         .routes(routes!(outbox::retry_message))
         .routes(routes!(outbox::discard_message))
+        .routes(routes!(quarantine::list_quarantine))
+        .routes(routes!(quarantine::release_held))
+        .routes(routes!(quarantine::discard_held))
+        .routes(routes!(quarantine::list_sns))
+        .routes(routes!(quarantine::confirm_sns))
         .split_for_parts();
     openapi::declare_unauthorized(&mut doc, |method, path| auth::guarded(true, method, path));
     (router, doc)

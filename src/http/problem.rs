@@ -64,6 +64,9 @@ pub enum ApiError {
     NotFound,
     #[error("{0}")]
     BadRequest(String),
+    /// The push message or event around the interchange is not what its door requires.
+    #[error("{0}")]
+    InvalidTransport(String),
     #[error("{0}")]
     AlreadyExists(String),
     /// The resource exists but is not in a state that allows this change.
@@ -86,7 +89,9 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Malformed(_) | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Malformed(_) | ApiError::BadRequest(_) | ApiError::InvalidTransport(_) => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -116,6 +121,7 @@ impl ApiError {
             ApiError::WrongState(_) => ("wrong-state", "Not possible in this state"),
             ApiError::NotFound => ("not-found", "Not found"),
             ApiError::BadRequest(_) => ("invalid-request", "Invalid request"),
+            ApiError::InvalidTransport(_) => ("invalid-transport", "Invalid push message"),
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden-sender", "Forbidden"),
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
@@ -169,6 +175,7 @@ impl ApiError {
     pub fn outcome(&self) -> &'static str {
         match self {
             ApiError::Malformed(_) => "malformed",
+            ApiError::InvalidTransport(_) => "invalid-transport",
             ApiError::Invalid { .. } => "rejected",
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
             ApiError::PayloadTooLarge(_) => "too-large",

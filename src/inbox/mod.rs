@@ -2,7 +2,9 @@
 //! outcome of claiming its key is decided. The store writes a [`Delivery`] in one transaction and
 //! reports back what it found; [`decide`] turns that into an [`Outcome`] the same way on every backend.
 
+pub mod quarantine;
 pub mod resource;
+pub mod transport;
 
 use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -228,6 +230,9 @@ pub struct Claim {
     pub response_body: Option<String>,
     /// The control number allocated to this delivery's acknowledgement, when the row is fresh.
     pub ack_control_number: Option<i64>,
+    /// The fresh row's transport id was seen before with another key (PostgreSQL reports it here).
+    #[sqlx(default)]
+    pub transport_reused: bool,
 }
 
 /// The result of recording a delivery.

@@ -108,3 +108,44 @@ pub struct InvoicePage {
     pub items: Vec<InvoiceResource>,
     pub next_cursor: Option<Uuid>,
 }
+
+/// The answer to an interchange whose every document is of a type its partner declared naturally
+/// idempotent: read and checked, audited, but not claimed in the inbox and not stored.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct BypassedResource {
+    /// Always `bypassed`.
+    #[schema(example = "bypassed")]
+    pub status: &'static str,
+    pub standard: Standard,
+    pub sender: PartyId,
+    pub receiver: PartyId,
+    pub control_number: String,
+    /// The key it would have had; a resend is not recognised as one.
+    pub idempotency_key: IdempotencyKey,
+    pub payload_sha256: String,
+    pub documents: Vec<DocumentResource>,
+}
+
+impl BypassedResource {
+    pub fn new(interchange: &crate::edi::Interchange<'_>, documents: &[crate::edi::Document]) -> BypassedResource {
+        let envelope = &interchange.envelope;
+        BypassedResource {
+            status: "bypassed",
+            standard: envelope.standard,
+            sender: envelope.sender.clone(),
+            receiver: envelope.receiver.clone(),
+            control_number: envelope.control_number.clone(),
+            idempotency_key: super::key(envelope),
+            payload_sha256: interchange.fingerprint(),
+            documents: documents
+                .iter()
+                .map(|d| DocumentResource {
+                    kind: d.kind.clone(),
+                    control_number: d.control_number.clone(),
+                    position: d.position,
+                    invoice_id: None,
+                })
+                .collect(),
+        }
+    }
+}

@@ -30,6 +30,7 @@ pub struct ActiveCredential {
 pub struct Directory {
     by_api_key: HashMap<String, Arc<Partner>>,
     signers: HashMap<String, Signer>,
+    by_sender: HashMap<String, Arc<Partner>>,
 }
 
 impl Directory {
@@ -37,6 +38,11 @@ impl Directory {
         let partners: HashMap<String, Arc<Partner>> =
             partners.into_iter().map(|partner| (partner.id.clone(), Arc::new(partner))).collect();
         let mut directory = Directory::default();
+        for partner in partners.values() {
+            for sender in &partner.senders {
+                directory.by_sender.insert(sender.clone(), Arc::clone(partner));
+            }
+        }
         for credential in credentials {
             let Some(partner) = partners.get(&credential.partner_id) else { continue };
             match (credential.kind, credential.key_sha256, credential.secret) {
@@ -61,6 +67,11 @@ impl Directory {
     /// The partner holding this API key, if the key is not revoked.
     pub fn by_api_key(&self, key: &str) -> Option<&Arc<Partner>> {
         self.by_api_key.get(&api_key_hash(key))
+    }
+
+    /// The partner that sends as `identity` (`{standard}:{qualifier}:{id}`).
+    pub fn by_sender(&self, identity: &str) -> Option<&Arc<Partner>> {
+        self.by_sender.get(identity)
     }
 
     /// The partner `id` and its signing keys, if it has any.

@@ -32,6 +32,9 @@ text_enum! {
         Reject = "reject",
         /// The content decides: it is recorded under `{control number}#{fingerprint prefix}`.
         Process = "process",
+        /// Answered 202 and held for an operator, as is an invalid interchange: for push brokers
+        /// that would retry a 409 or 422 for days.
+        Quarantine = "quarantine",
     }
 }
 
@@ -72,9 +75,26 @@ pub struct Partner {
     pub requests_per_minute: Option<i32>,
     pub validation: Validation,
     pub conflict_policy: ConflictPolicy,
+    /// The AS2 names (`AS2-From`) its gateway sends as; an AS2 delivery naming another gets 403.
+    pub as2_ids: Vec<String>,
+    /// Document types whose interchanges bypass the inbox (naturally idempotent flows).
+    pub bypass_documents: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub credentials: Vec<Credential>,
 }
+
+impl Partner {
+    /// Whether an interchange of these documents bypasses the inbox: all of them are of types the
+    /// partner declared naturally idempotent.
+    pub fn bypasses(&self, documents: &[crate::edi::Document]) -> bool {
+        !documents.is_empty()
+            && !self.bypass_documents.is_empty()
+            && documents.iter().all(|d| self.bypass_documents.contains(&d.kind))
+    }
+}
+
+/// Document types that book invoices: never naturally idempotent, so they never bypass the inbox.
+const BOOKING_DOCUMENTS: [&str; 2] = ["810", "INVOIC"];
 
 /// A credential as listed: never the secret itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
@@ -120,6 +140,17 @@ pub struct NewPartner {
     #[serde(default = "reject")]
     #[arg(long, value_enum, default_value_t = ConflictPolicy::Reject)]
     pub conflict_policy: ConflictPolicy,
+    /// An AS2 name (`AS2-From`) its gateway sends as (repeatable).
+    #[serde(default)]
+    #[arg(long = "as2-id")]
+    #[schema(example = json!(["ACME-AS2"]))]
+    pub as2_ids: Vec<String>,
+    /// A document type whose interchanges are naturally idempotent and bypass the inbox, e.g. `997`
+    /// or `APERAK` (repeatable; none by default; never `810` or `INVOIC`).
+    #[serde(default)]
+    #[arg(long = "bypass-document")]
+    #[schema(example = json!(["997"]))]
+    pub bypass_documents: Vec<String>,
 }
 
 fn strict() -> Validation {
@@ -148,8 +179,24 @@ impl NewPartner {
         if self.name.is_empty() {
             return Err("a partner needs a name".into());
         }
+        if let Some(id) = self.as2_ids.iter().find(|id| !as2_name_ok(id)) {
+            return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
+        }
+        if let Some(kind) = self.bypass_documents.iter().find(|kind| BOOKING_DOCUMENTS.contains(&kind.as_str())) {
+            return Err(format!("{kind} books invoices: it is not naturally idempotent and cannot bypass the inbox"));
+        }
+        if let Some(kind) =
+            self.bypass_documents.iter().find(|k| k.is_empty() || k.len() > 6 || !k.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            return Err(format!("document type {kind:?} must be 1-6 letters or digits, e.g. 997 or APERAK"));
+        }
         Ok(())
     }
+}
+
+/// RFC 4130 AS2 names: 1-128 printable ASCII characters (quoted names are sent unquoted here).
+fn as2_name_ok(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
 }
 
 /// Checks the `{standard}:{qualifier}:{id}` form (`x12:ZZ:ACME`, `edifact:14:4000001000005`, `edifact::ACME`).
@@ -217,8 +264,13 @@ mod tests {
             requests_per_minute: None,
             validation: strict(),
             conflict_policy: reject(),
+            as2_ids: vec!["ACME AS2".into()],
+            bypass_documents: vec!["997".into()],
         };
         assert_eq!(partner.validate(), Ok(()));
+        partner.bypass_documents.push("810".into());
+        assert!(partner.validate().unwrap_err().contains("books invoices"));
+        partner.bypass_documents.pop();
         partner.senders.push("as2:ACME".into());
         assert!(partner.validate().is_err());
         partner.senders.pop();

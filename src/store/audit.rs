@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
+use crate::inbox::transport::Transport;
 
 /// Longest header value the audit trail keeps, in bytes.
 pub const MAX_HEADER_BYTES: usize = 256;
@@ -27,6 +28,77 @@ const MAX_REFUSAL_KEYS: usize = 10_000;
 /// Rows per multi-row INSERT (13 columns: far below either engine's bound-parameter limit).
 const BATCH_ROWS: usize = 1_000;
 
+/// For each `(transport, key)`, whether its transport id was seen before with another key: in
+/// the audit trail (one statement for all) or earlier in the same list. Logged as a security event.
+macro_rules! reused_transport_ids {
+    ($conn:expr, $keyed:expr) => {{
+        let keyed: &[(&$crate::inbox::transport::Transport, &$crate::inbox::resource::IdempotencyKey)] = $keyed;
+        let ids: Vec<String> = keyed.iter().filter_map(|(transport, _)| transport.id.clone()).collect();
+        let seen: Vec<$crate::store::audit::SeenTransport> = if ids.is_empty() {
+            Vec::new()
+        } else {
+            let mut query = sqlx::QueryBuilder::new(
+                "SELECT DISTINCT door, transport_id, source, message_id FROM deliveries WHERE transport_id IN (",
+            );
+            let mut list = query.separated(", ");
+            for id in &ids {
+                list.push_bind(id.as_str());
+            }
+            query.push(")");
+            query.build_query_as().persistent(false).fetch_all($conn).await?
+        };
+        $crate::store::audit::flag_reused(keyed, seen)
+    }};
+}
+pub(super) use reused_transport_ids;
+
+/// A transport id as the audit trail has seen it.
+#[derive(sqlx::FromRow)]
+pub(super) struct SeenTransport {
+    door: String,
+    transport_id: String,
+    source: Option<String>,
+    message_id: Option<String>,
+}
+
+/// See [`reused_transport_ids`].
+pub(super) fn flag_reused(keyed: &[(&Transport, &IdempotencyKey)], seen: Vec<SeenTransport>) -> Vec<bool> {
+    let mut known: HashMap<(String, String), Vec<(Option<String>, Option<String>)>> = HashMap::new();
+    for row in seen {
+        known.entry((row.door, row.transport_id)).or_default().push((row.source, row.message_id));
+    }
+    keyed
+        .iter()
+        .map(|(transport, key)| {
+            let Some(id) = &transport.id else { return false };
+            let keys = known.entry((transport.door.as_str().to_owned(), id.clone())).or_default();
+            let reused = keys.iter().any(|(source, message_id)| {
+                source.as_deref() != Some(key.source.as_str())
+                    || message_id.as_deref() != Some(key.message_id.as_str())
+            });
+            keys.push((Some(key.source.clone()), Some(key.message_id.clone())));
+            if reused {
+                transport_reused(transport, key);
+            }
+            reused
+        })
+        .collect()
+}
+
+/// Logs and counts a transport id that came back with another interchange: a broker or gateway
+/// that reuses ids, or someone replaying a captured message id with other content.
+pub fn transport_reused(transport: &Transport, key: &IdempotencyKey) {
+    metrics::counter!("edi_inbox_security_events_total", "reason" => "transport-id-reused").increment(1);
+    tracing::warn!(
+        target: "edi_inbox::security",
+        door = transport.door.as_str(),
+        transport_id = transport.id.as_deref().unwrap_or_default(),
+        source = %key.source,
+        message_id = %key.message_id,
+        "transport id seen before with a different interchange"
+    );
+}
+
 /// What the audit trail keeps of a request: transport facts, truncated, never credentials.
 #[derive(Clone, Debug, Default)]
 pub struct AttemptFacts {
@@ -37,6 +109,8 @@ pub struct AttemptFacts {
     pub user_agent: Option<String>,
     pub content_type: Option<String>,
     pub body_bytes: i64,
+    /// The door it came through, with the transport's message id and metadata.
+    pub transport: Transport,
 }
 
 impl AttemptFacts {
@@ -48,28 +122,30 @@ impl AttemptFacts {
         content_type: Option<&str>,
     ) -> AttemptFacts {
         AttemptFacts {
-            request_id: request_id.map(truncated),
+            request_id: request_id.map(|v| truncated(v, MAX_HEADER_BYTES)),
             remote_addr,
-            user_agent: user_agent.map(truncated),
-            content_type: content_type.map(truncated),
+            user_agent: user_agent.map(|v| truncated(v, MAX_HEADER_BYTES)),
+            content_type: content_type.map(|v| truncated(v, MAX_HEADER_BYTES)),
             ..AttemptFacts::default()
         }
     }
 }
 
-/// `value` cut to at most [`MAX_HEADER_BYTES`] bytes, on a character boundary.
-fn truncated(value: &str) -> String {
-    let mut end = value.len().min(MAX_HEADER_BYTES);
+/// `value` cut to at most `max` bytes, on a character boundary.
+pub fn truncated(value: &str, max: usize) -> String {
+    let mut end = value.len().min(max);
     while !value.is_char_boundary(end) {
         end -= 1;
     }
     value[..end].to_owned()
 }
 
-/// One attempt on a key: a replay or a conflicting resend (a first delivery audits itself).
+/// One attempt on a key: a replay, a conflicting resend, a hold or a bypass (a first delivery
+/// audits itself).
 #[derive(Clone, Debug)]
 pub struct Attempt {
-    pub inbox_id: Uuid,
+    /// The interchange it was answered with; none for a bypassed one.
+    pub inbox_id: Option<Uuid>,
     pub key: IdempotencyKey,
     pub outcome: &'static str,
     pub status: u16,
@@ -187,14 +263,19 @@ pub(super) async fn flush(db: &Db, queue: &AuditQueue) -> Result<(), StoreError>
 
 async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
     let refusals: Vec<(&RefusalKey, &RefusalCount)> = pending.refusals.iter().collect();
+    let keyed: Vec<(&Transport, &IdempotencyKey)> =
+        pending.attempts.iter().map(|a| (&a.facts.transport, &a.key)).collect();
     on_db!(db, pool => {
         let mut tx = pool.begin().await?;
-        for batch in pending.attempts.chunks(BATCH_ROWS) {
+        let reused = reused_transport_ids!(&mut *tx, &keyed);
+        let attempts: Vec<(&Attempt, bool)> = pending.attempts.iter().zip(reused).collect();
+        for batch in attempts.chunks(BATCH_ROWS) {
             QueryBuilder::new(
                 "INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status,
-                    request_id, remote_addr, user_agent, content_type, body_bytes, received_at) ",
+                    request_id, remote_addr, user_agent, content_type, body_bytes, received_at, door,
+                    transport_id, transport, transport_reused) ",
             )
-            .push_values(batch, |mut row, a| {
+            .push_values(batch, |mut row, (a, reused)| {
                 row.push_bind(Uuid::now_v7())
                     .push_bind(a.inbox_id)
                     .push_bind(&a.facts.partner_id)
@@ -207,7 +288,11 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
                     .push_bind(&a.facts.user_agent)
                     .push_bind(&a.facts.content_type)
                     .push_bind(a.facts.body_bytes)
-                    .push_bind(a.at);
+                    .push_bind(a.at)
+                    .push_bind(a.facts.transport.door.as_str())
+                    .push_bind(&a.facts.transport.id)
+                    .push_bind(a.facts.transport.meta_json())
+                    .push_bind(*reused);
             })
             .build()
             .persistent(false)

@@ -72,7 +72,9 @@ mod outbox;
 mod partners;
 mod postgres;
 mod purge;
+mod quarantine;
 mod replays;
+mod sns;
 mod sqlite;
 
 use std::str::FromStr;
@@ -87,11 +89,13 @@ use crate::accounting::{AccountingState, AccountingStatus};
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
 use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, InvoiceResource};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
-pub use audit::{Attempt, AttemptFacts};
+pub use audit::{Attempt, AttemptFacts, truncated};
 pub use exports::{Export, FinishedExport};
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
+pub use quarantine::{HeldPayload, Hold, QuarantineFilter};
+pub use sns::{SnsStatus, SnsSubscription};
 
 /// One of the two supported databases, with what every clone of the store shares: the cache of
 /// processed outcomes, the audit queue, the partner directory and the relay's wake-up call.
@@ -296,6 +300,7 @@ impl Store {
                 payload_sha256: cached.fingerprint,
                 response_body: Some(cached.response),
                 ack_control_number: None,
+                transport_reused: false,
             };
             if let Next::Done(outcome) = decide(claim, delivery) {
                 return Ok(outcome);

@@ -43,6 +43,8 @@ struct PartnerRow {
     #[sqlx(try_from = "String")]
     conflict_policy: ConflictPolicy,
     created_at: DateTime<Utc>,
+    /// A JSON array of document types.
+    bypass_documents: String,
 }
 
 #[derive(sqlx::FromRow)]
@@ -99,16 +101,19 @@ impl Store {
             let mut tx = pool.begin().await?;
             let inserted = sqlx::query(
                 "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
-                    conflict_policy, created_at)
-                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    conflict_policy, created_at, bypass_documents)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
+            .bind(serde_json::to_string(&partner.bypass_documents).unwrap_or_else(|_| "[]".into()))
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
             }
-            let identities = partner.senders.iter().map(|i| ("sender", i)).chain(partner.receivers.iter().map(|i| ("receiver", i)));
+            let identities = partner.senders.iter().map(|i| ("sender", i))
+                .chain(partner.receivers.iter().map(|i| ("receiver", i)))
+                .chain(partner.as2_ids.iter().map(|i| ("as2", i)));
             for (role, identity) in identities {
                 let added = sqlx::query(
                     "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
@@ -116,7 +121,7 @@ impl Store {
                 )
                 .bind(&partner.id).bind(role).bind(identity)
                 .execute(&mut *tx).await?.rows_affected();
-                if added == 0 && role == "sender" {
+                if added == 0 && role != "receiver" {
                     return Ok(false);
                 }
             }
@@ -212,7 +217,7 @@ impl Store {
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
         const PARTNERS: &str =
             "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            created_at FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
+            created_at, bypass_documents FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
         const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
             WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
         const CREDENTIALS: &str =
@@ -225,7 +230,7 @@ impl Store {
         ));
         let mut partners: Vec<Partner> = rows
             .into_iter()
-            .map(|row| Partner {
+            .map(|row| Ok(Partner {
                 id: row.id,
                 name: row.name,
                 status: row.status,
@@ -235,16 +240,20 @@ impl Store {
                 requests_per_minute: row.requests_per_minute,
                 validation: row.validation,
                 conflict_policy: row.conflict_policy,
+                as2_ids: Vec::new(),
+                bypass_documents: serde_json::from_str(&row.bypass_documents)
+                    .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
                 created_at: row.created_at,
                 credentials: Vec::new(),
-            })
-            .collect();
+            }))
+            .collect::<Result<_, StoreError>>()?;
         let index: HashMap<String, usize> =
             partners.iter().enumerate().map(|(n, partner)| (partner.id.clone(), n)).collect();
         for row in identities {
             let Some(&n) = index.get(&row.partner_id) else { continue };
             match row.role.as_str() {
                 "sender" => partners[n].senders.push(row.identity),
+                "as2" => partners[n].as2_ids.push(row.identity),
                 _ => partners[n].receivers.push(row.identity),
             }
         }

@@ -15,7 +15,7 @@ use sqlx::query::QueryAs;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
+use super::{StoreError, StoreOptions, audit, effect_rows, first_outcome, position};
 use crate::accounting::{self, OutboxMessage};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
@@ -55,7 +55,7 @@ impl Postgres {
 /// acknowledgement (its control number from the cycling sequence, which never waits for another
 /// delivery's COMMIT), audit row and outbox messages, then selects `$tail`. The arrays cover every
 /// delivery of the batch, each row naming its delivery; only claimed deliveries' rows are written.
-/// `$16`–`$70` are bound by [`bind_effects`].
+/// `$16`–`$73` are bound by [`bind_effects`].
 macro_rules! with_effects {
     ($claim:literal, $tail:literal) => {
         concat!(
@@ -101,15 +101,22 @@ macro_rules! with_effects {
                 RETURNING inbox_id, control_number
             ), audit_written AS (
                 INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
-                    remote_addr, user_agent, content_type, body_bytes, received_at)
+                    remote_addr, user_agent, content_type, body_bytes, received_at, door, transport_id, transport,
+                    transport_reused)
                 SELECT a.id, a.inbox_id, a.partner_id, a.source, a.message_id, a.outcome, a.status, a.request_id,
-                    a.remote_addr, a.user_agent, a.content_type, a.body_bytes, a.received_at
+                    a.remote_addr, a.user_agent, a.content_type, a.body_bytes, a.received_at, a.door,
+                    a.transport_id, a.transport,
+                    a.transport_id IS NOT NULL AND EXISTS (SELECT FROM deliveries seen
+                        WHERE seen.transport_id = a.transport_id AND seen.door = a.door
+                            AND (seen.source IS DISTINCT FROM a.source OR seen.message_id IS DISTINCT FROM a.message_id))
                 FROM unnest($51::uuid[], $52::uuid[], $53::text[], $54::text[], $55::text[], $56::text[],
                     $57::int4[], $58::text[], $59::text[], $60::text[], $61::text[], $62::int8[],
-                    $63::timestamptz[])
+                    $63::timestamptz[], $71::text[], $72::text[], $73::text[])
                     AS a (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
-                        remote_addr, user_agent, content_type, body_bytes, received_at)
+                        remote_addr, user_agent, content_type, body_bytes, received_at, door, transport_id,
+                        transport)
                 JOIN claim ON claim.id = a.inbox_id
+                RETURNING inbox_id, transport_reused
             ), outbox_written AS (
                 INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status,
                     next_attempt_at, created_at)
@@ -121,8 +128,10 @@ macro_rules! with_effects {
                 JOIN claim ON claim.id = o.inbox_id
             )
             SELECT claim.id AS delivery_id, claim.id, true AS fresh, claim.status, claim.payload_sha256,
-                NULL::text AS response_body, ack_written.control_number AS ack_control_number
-            FROM claim LEFT JOIN ack_written ON ack_written.inbox_id = claim.id",
+                NULL::text AS response_body, ack_written.control_number AS ack_control_number,
+                COALESCE(audit_written.transport_reused, false) AS transport_reused
+            FROM claim LEFT JOIN ack_written ON ack_written.inbox_id = claim.id
+                LEFT JOIN audit_written ON audit_written.inbox_id = claim.id",
             $tail
         )
     };
@@ -154,7 +163,8 @@ const CLAIM: &str = with_effects!(
     )",
     "
     UNION ALL
-    SELECT incoming.id, inbox.id, false, inbox.status, inbox.payload_sha256, inbox.response_body, NULL::bigint
+    SELECT incoming.id, inbox.id, false, inbox.status, inbox.payload_sha256, inbox.response_body, NULL::bigint,
+        false
     FROM incoming JOIN inbox ON inbox.source = incoming.source AND inbox.message_id = incoming.message_id
     WHERE NOT EXISTS (SELECT FROM claim WHERE claim.id = incoming.id)"
 );
@@ -164,14 +174,14 @@ const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_
         NULL::bigint AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
 
-/// Overwrites a rejected attempt that still holds fingerprint `$71` with one delivery.
+/// Overwrites a rejected attempt that still holds fingerprint `$74` with one delivery.
 const REPLACE_REJECTED: &str = with_effects!(
     "claim AS (
         UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
             receiver_qualifier = $7, receiver_id = $8, control_number = $9, payload_sha256 = $10,
             payload = $11, content_type = $12, status = $13, response_body = $14, received_at = $15,
             processed_at = $15, payload_purged_at = NULL
-        WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $71
+        WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $74
         RETURNING id, status, payload_sha256
     )",
     ""
@@ -238,6 +248,9 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
                 holder
             }
         };
+        if current.transport_reused {
+            audit::transport_reused(&job.first.facts.transport, &delivery.key);
+        }
         match decide(current, delivery) {
             Next::Done(outcome) => return Ok(outcome),
             Next::ReplaceRejected { previous_fingerprint } => {
@@ -247,6 +260,9 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
                     .fetch_optional(pool)
                     .await?;
                 if let Some(replaced) = replaced {
+                    if replaced.claim.transport_reused {
+                        audit::transport_reused(&job.first.facts.transport, &delivery.key);
+                    }
                     return Ok(Outcome::Recorded {
                         ack_control_number: replaced.claim.ack_control_number.unwrap_or_default(),
                     });
@@ -288,7 +304,7 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
     bind_effects(query, jobs)
 }
 
-/// Binds `$16`–`$70`: documents, invoices, lines, acknowledgements, audit rows and outbox messages
+/// Binds `$16`–`$73`: documents, invoices, lines, acknowledgements, audit rows and outbox messages
 /// of `jobs` as column arrays, each row naming its delivery.
 fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
     let documents: Vec<(&Delivery, &StoredDocument)> =
@@ -359,4 +375,7 @@ fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         .bind(outbox.iter().map(|(_, m)| m.idempotency_key.clone()).collect::<Vec<_>>())
         .bind(outbox.iter().map(|(_, m)| m.payload.clone()).collect::<Vec<_>>())
         .bind(outbox.iter().map(|(d, _)| d.received_at).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|job| job.first.facts.transport.door.as_str()).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|job| job.first.facts.transport.id.clone()).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|job| job.first.facts.transport.meta_json()).collect::<Vec<_>>())
 }

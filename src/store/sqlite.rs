@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{StoreError, StoreOptions, effect_rows, first_outcome, position};
+use super::{StoreError, StoreOptions, audit, effect_rows, first_outcome, position};
 use crate::accounting::{self, AccountingStatus, OutboxMessage};
 use crate::edi::ack;
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
@@ -293,10 +293,13 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
         .execute(&mut *tx)
         .await?;
     }
-    let numbered: Vec<(&Job, i64)> = fresh.iter().copied().zip(numbers.iter().copied()).collect();
+    let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, &job.delivery.key)).collect();
+    let reused = audit::reused_transport_ids!(&mut *tx, &keyed);
+    let numbered: Vec<(&Job, i64, bool)> =
+        fresh.iter().copied().zip(numbers.iter().copied()).zip(reused).map(|((j, n), r)| (j, n, r)).collect();
     for batch in numbered.chunks(BATCH_ROWS) {
         QueryBuilder::new("INSERT INTO acks (inbox_id, control_number, body, created_at) ")
-            .push_values(batch, |mut row, (job, number)| {
+            .push_values(batch, |mut row, (job, number, _)| {
                 row.push_bind(job.delivery.id)
                     .push_bind(*number)
                     .push_bind(ack::with_control_number(&job.delivery.ack, *number))
@@ -308,9 +311,10 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
             .await?;
         QueryBuilder::new(
             "INSERT INTO deliveries (id, partner_id, outcome, status, request_id, remote_addr, user_agent,
-                content_type, body_bytes, inbox_id, source, message_id, received_at) ",
+                content_type, body_bytes, inbox_id, source, message_id, received_at, door, transport_id, transport,
+                transport_reused) ",
         )
-        .push_values(batch, |mut row, (job, _)| {
+        .push_values(batch, |mut row, (job, _, reused)| {
             let (d, first) = (&job.delivery, &job.first);
             row.push_bind(Uuid::now_v7())
                 .push_bind(&first.facts.partner_id)
@@ -324,7 +328,11 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(d.id)
                 .push_bind(&d.key.source)
                 .push_bind(&d.key.message_id)
-                .push_bind(d.received_at);
+                .push_bind(d.received_at)
+                .push_bind(first.facts.transport.door.as_str())
+                .push_bind(&first.facts.transport.id)
+                .push_bind(first.facts.transport.meta_json())
+                .push_bind(*reused);
         })
         .build()
         .persistent(false)

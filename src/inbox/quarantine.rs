@@ -1,0 +1,81 @@
+//! Quarantine: for partners whose conflict policy is `quarantine`, a delivery that would be refused
+//! with 409 or 422 (and that a push broker would retry for days) is answered 2xx and held, payload
+//! and all, until an operator releases it (processes it after all) or discards it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+text_enum! {
+    /// Why a delivery was held.
+    QuarantineReason {
+        /// Its control number was used before for other content (it would have been a 409).
+        Conflict = "conflict",
+        /// Its content is invalid (it would have been a 422).
+        Invalid = "invalid",
+    }
+}
+
+text_enum! {
+    /// Where a held delivery stands.
+    QuarantineStatus {
+        /// Waiting for an operator.
+        Held = "held",
+        /// Processed by an operator's release.
+        Released = "released",
+        /// Given up on by an operator.
+        Discarded = "discarded",
+    }
+}
+
+/// A held delivery, as listed and as answered to its sender.
+#[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct Quarantined {
+    pub id: Uuid,
+    /// Always `quarantined`: what the sender's 2xx answer says happened.
+    #[sqlx(skip)]
+    #[schema(example = "quarantined")]
+    pub outcome: &'static str,
+    pub partner_id: String,
+    #[sqlx(try_from = "String")]
+    pub reason: QuarantineReason,
+    #[sqlx(try_from = "String")]
+    pub status: QuarantineStatus,
+    pub source: String,
+    pub message_id: String,
+    pub payload_sha256: String,
+    /// The interchange it conflicts with, or the rejected interchange.
+    pub interchange_id: Uuid,
+    /// The problem it would have been refused with.
+    #[sqlx(try_from = "String")]
+    #[schema(value_type = crate::http::problem::Problem)]
+    pub problem: StoredProblem,
+    pub received_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    /// The interchange the release recorded.
+    pub released_as: Option<Uuid>,
+}
+
+/// A problem+json body as stored (text), served as JSON.
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct StoredProblem(pub serde_json::Value);
+
+impl TryFrom<String> for StoredProblem {
+    type Error = serde_json::Error;
+
+    fn try_from(text: String) -> Result<StoredProblem, serde_json::Error> {
+        serde_json::from_str(&text).map(StoredProblem)
+    }
+}
+
+/// What the sender's answer is called.
+pub const QUARANTINED: &str = "quarantined";
+
+/// One page of held deliveries; pass `next_cursor` as `cursor` to get the next one.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct QuarantinePage {
+    pub items: Vec<Quarantined>,
+    pub next_cursor: Option<Uuid>,
+}

@@ -1,0 +1,126 @@
+//! Held deliveries (see `inbox::quarantine`). Holding is idempotent: a broker's redelivery of the
+//! same content finds the entry it made before. The SQL is shared by both engines.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Store, StoreError, next_cursor};
+use crate::inbox::quarantine::{QUARANTINED, QuarantinePage, QuarantineReason, QuarantineStatus, Quarantined};
+
+/// A delivery to hold.
+#[derive(Debug)]
+pub struct Hold<'a> {
+    pub partner_id: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub payload_sha256: &'a str,
+    pub reason: QuarantineReason,
+    pub payload: &'a [u8],
+    pub content_type: Option<&'a str>,
+    pub problem: String,
+    pub interchange_id: Uuid,
+    pub received_at: DateTime<Utc>,
+}
+
+/// A held delivery with what releasing it needs.
+#[derive(Debug)]
+pub struct HeldPayload {
+    pub entry: Quarantined,
+    pub payload: Bytes,
+    pub content_type: Option<String>,
+}
+
+/// Filters of `GET /v1/admin/quarantine`.
+#[derive(Debug, Default)]
+pub struct QuarantineFilter {
+    pub status: Option<QuarantineStatus>,
+    pub cursor: Option<Uuid>,
+    pub limit: u32,
+}
+
+const COLUMNS: &str = "id, partner_id, reason, status, source, message_id, payload_sha256, interchange_id, \
+    problem, received_at, resolved_at, released_as";
+
+fn answered(mut entry: Quarantined) -> Quarantined {
+    entry.outcome = QUARANTINED;
+    entry
+}
+
+impl Store {
+    /// Holds a delivery, or finds the entry an earlier delivery of the same content made; true
+    /// when it was held just now.
+    pub async fn hold(&self, hold: &Hold<'_>) -> Result<(Quarantined, bool), StoreError> {
+        const INSERT: &str = "INSERT INTO quarantine (id, partner_id, source, message_id, payload_sha256, reason,
+                status, payload, content_type, problem, interchange_id, received_at)
+            VALUES ($1, $2, $3, $4, $5, $6, 'held', $7, $8, $9, $10, $11)
+            ON CONFLICT (source, message_id, payload_sha256) DO NOTHING";
+        let select = format!(
+            "SELECT {COLUMNS} FROM quarantine WHERE source = $1 AND message_id = $2 AND payload_sha256 = $3"
+        );
+        let id = Uuid::now_v7();
+        let entry: Quarantined = on_pool!(self, pool => {
+            sqlx::query(INSERT)
+                .bind(id).bind(hold.partner_id).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
+                .bind(hold.reason.as_str()).bind(hold.payload).bind(hold.content_type).bind(&hold.problem)
+                .bind(hold.interchange_id).bind(hold.received_at)
+                .execute(pool).await?;
+            sqlx::query_as(sqlx::AssertSqlSafe(select))
+                .bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
+                .fetch_one(pool).await?
+        });
+        let fresh = entry.id == id;
+        Ok((answered(entry), fresh))
+    }
+
+    /// Held deliveries, newest first.
+    pub async fn quarantined(&self, filter: &QuarantineFilter) -> Result<QuarantinePage, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM quarantine WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
+             ORDER BY id DESC LIMIT $3"
+        );
+        let items: Vec<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(filter.status.map(QuarantineStatus::as_str))
+            .bind(filter.cursor)
+            .bind(i64::from(filter.limit))
+            .fetch_all(pool)
+            .await?);
+        let items: Vec<Quarantined> = items.into_iter().map(answered).collect();
+        let next_cursor = next_cursor(&items, filter.limit, |item| item.id);
+        Ok(QuarantinePage { items, next_cursor })
+    }
+
+    /// One held delivery with its payload.
+    pub async fn held(&self, id: Uuid) -> Result<Option<HeldPayload>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM quarantine WHERE id = $1");
+        const PAYLOAD: &str = "SELECT payload, content_type FROM quarantine WHERE id = $1";
+        let (entry, payload): (Option<Quarantined>, Option<(Vec<u8>, Option<String>)>) = on_pool!(self, pool => (
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?,
+            sqlx::query_as(PAYLOAD).bind(id).fetch_optional(pool).await?,
+        ));
+        Ok(entry.zip(payload).map(|(entry, (payload, content_type))| HeldPayload {
+            entry: answered(entry),
+            payload: Bytes::from(payload),
+            content_type,
+        }))
+    }
+
+    /// Moves a held entry to `status` (released as `released_as`, or discarded); `None` when it is
+    /// no longer held (another operator was first).
+    pub async fn resolve_hold(
+        &self,
+        id: Uuid,
+        status: QuarantineStatus,
+        released_as: Option<Uuid>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Quarantined>, StoreError> {
+        let sql = format!(
+            "UPDATE quarantine SET status = $2, released_as = $3, resolved_at = $4 \
+             WHERE id = $1 AND status = 'held' RETURNING {COLUMNS}"
+        );
+        let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id).bind(status.as_str()).bind(released_as).bind(now)
+            .fetch_optional(pool).await?);
+        Ok(entry.map(answered))
+    }
+}

@@ -35,6 +35,9 @@ pub enum Command {
     /// Deliver pending outbox messages to the accounting API until stopped (what `serve` does in
     /// the background unless `--relay false`).
     Relay,
+    /// Consume interchanges from RabbitMQ or NATS JetStream until stopped, acknowledging each
+    /// message only after the transaction that recorded it committed.
+    Consume(ConsumeConfig),
     /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
     Export,
     /// Exit 0 when the server at `--bind` (or `url`) answers `GET /readyz` with 200, 1 otherwise:
@@ -277,6 +280,33 @@ impl ServerConfig {
             )),
         }
     }
+}
+
+/// What `edi-inbox consume` reads from.
+#[derive(Debug, Clone, Args)]
+pub struct ConsumeConfig {
+    /// The broker: `amqp://user:password@host:5672/%2f` (RabbitMQ) or `nats://host:4222` (JetStream).
+    #[arg(long, env = "EDI_INBOX_CONSUME_FROM", hide_env_values = true)]
+    pub from: Option<String>,
+    /// The RabbitMQ queue (its dead letters go to `{queue}.dead`), or the JetStream stream.
+    #[arg(long, env = "EDI_INBOX_CONSUME_QUEUE", default_value = "edi-interchanges")]
+    pub queue: String,
+    /// The subject the JetStream stream captures and the consumer reads.
+    #[arg(long, env = "EDI_INBOX_CONSUME_SUBJECT", default_value = "edi.interchanges")]
+    pub subject: String,
+    /// The durable JetStream consumer's name, or the RabbitMQ consumer tag.
+    #[arg(long, env = "EDI_INBOX_CONSUME_DURABLE", default_value = "edi-inbox")]
+    pub durable: String,
+    /// Messages taken from the broker and processed at once (unacknowledged at most).
+    #[arg(long, env = "EDI_INBOX_CONSUME_PREFETCH", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    pub prefetch: u16,
+    /// Milliseconds a message waits before redelivery when the database is unavailable (doubling
+    /// with each JetStream redelivery).
+    #[arg(long, env = "EDI_INBOX_CONSUME_RETRY_BACKOFF_MS", default_value_t = 1000)]
+    pub retry_backoff_ms: u64,
+    /// Seconds JetStream waits for an acknowledgement before redelivering.
+    #[arg(long, env = "EDI_INBOX_CONSUME_ACK_WAIT", default_value_t = 30)]
+    pub ack_wait_secs: u64,
 }
 
 /// The accounting side effects: the API the relay books invoices with, and the CSV export.

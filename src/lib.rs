@@ -43,6 +43,7 @@ macro_rules! text_enum {
 pub mod accounting;
 pub mod app;
 pub mod config;
+pub mod consumer;
 pub mod edi;
 pub mod http;
 pub mod inbox;

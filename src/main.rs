@@ -1,5 +1,5 @@
-//! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `relay`, `export`, `purge`,
-//! `partner`.
+//! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `relay`, `consume`, `export`,
+//! `purge`, `partner`.
 
 use std::process::ExitCode;
 
@@ -7,6 +7,7 @@ use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::accounting::{export, relay::Relay};
 use edi_inbox::app::{self, App};
 use edi_inbox::config::{self, Cli, Command, LogFormat, PartnerCommand};
+use edi_inbox::consumer;
 use edi_inbox::http;
 use edi_inbox::partners::{CredentialKind, PartnerStatus, admin};
 use edi_inbox::store::Store;
@@ -60,6 +61,24 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             shutdown_signal().await;
             let _ = stop.send(true);
             relaying.await?;
+            store.close().await;
+        }
+        Command::Consume(consume) => {
+            let store = app::open_store(&cli.database).await?;
+            let partner_auth = cli.server.partner_auth()?;
+            let ctx = http::ApiContext::new(store.clone(), &cli.server, partner_auth, cli.accounting.accounting_url.is_some());
+            let relay = match cli.accounting.relay {
+                true => Relay::new(store.clone(), &cli.accounting)?,
+                false => None,
+            };
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let relaying = relay.map(|relay| tokio::spawn(relay.run(stopped)));
+            let ingest = consumer::Ingest::new(ctx, &consume);
+            consumer::run(ingest, &consume, shutdown_signal()).await.map_err(|error| error.to_string())?;
+            let _ = stop.send(true);
+            if let Some(relaying) = relaying {
+                relaying.await?;
+            }
             store.close().await;
         }
         Command::Export => {

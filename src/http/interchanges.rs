@@ -624,6 +624,29 @@ async fn respond(
     Ok(Answer { outcome, response, attempt, key })
 }
 
+/// What a queue consumer tells its broker after a delivery was answered with `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settlement {
+    /// Done: recorded, replayed, held, bypassed, or rejected and stored (422).
+    Ack,
+    /// It can never succeed as it is (malformed, forbidden, conflicting, too large): out of the
+    /// queue, into its dead letters.
+    DeadLetter,
+    /// The database or this instance could not take it now: redeliver after a backoff.
+    Retry,
+}
+
+/// See [`Settlement`].
+pub fn settlement(status: StatusCode) -> Settlement {
+    if status.is_success() || status == StatusCode::UNPROCESSABLE_ENTITY {
+        Settlement::Ack
+    } else if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        Settlement::Retry
+    } else {
+        Settlement::DeadLetter
+    }
+}
+
 /// Reads the body up to `limit` bytes (413 beyond).
 async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {

@@ -1,0 +1,106 @@
+//! The NATS JetStream consumer (`async-nats`): a stream capturing `--subject` (created when
+//! missing), a durable pull consumer with explicit acks, and `--prefetch` messages processed at once.
+//! A message that can never succeed is terminated (`+TERM`: kept in the stream, never redelivered);
+//! a transient failure is `NAK`ed with the backoff as its delay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, consumer::pull};
+use futures_util::StreamExt;
+use tokio::sync::Semaphore;
+
+use super::{Ingest, QueuedMessage};
+use crate::config::ConsumeConfig;
+use crate::http::interchanges::Settlement;
+use crate::inbox::transport::{Door, Transport};
+
+/// Creates the stream and the durable consumer when missing; consumes until `stop`.
+pub async fn run(
+    ingest: Ingest,
+    url: &str,
+    config: &ConsumeConfig,
+    stop: impl Future<Output = ()> + Send,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = async_nats::connect(url).await?;
+    let context = jetstream::new(client);
+    let stream = context
+        .get_or_create_stream(jetstream::stream::Config {
+            name: config.queue.clone(),
+            subjects: vec![config.subject.clone()],
+            ..Default::default()
+        })
+        .await?;
+    let consumer: pull::Stream = stream
+        .get_or_create_consumer(
+            &config.durable,
+            pull::Config {
+                durable_name: Some(config.durable.clone()),
+                filter_subject: config.subject.clone(),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(config.ack_wait_secs),
+                max_ack_pending: i64::from(config.prefetch),
+                ..Default::default()
+            },
+        )
+        .await?
+        .messages()
+        .await?;
+    tracing::info!(stream = %config.queue, subject = %config.subject, durable = %config.durable,
+        "consuming from NATS JetStream");
+    let mut messages = consumer;
+    let slots = Arc::new(Semaphore::new(usize::from(config.prefetch)));
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let message = tokio::select! {
+            _ = &mut stop => break,
+            message = messages.next() => message,
+        };
+        let Some(message) = message else { return Err("the JetStream consumer ended".into()) };
+        let message = match message {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(%error, "JetStream pull failed; pulling again");
+                continue;
+            }
+        };
+        let slot = Arc::clone(&slots).acquire_owned().await?;
+        let ingest = ingest.clone();
+        tokio::spawn(async move {
+            let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
+            let (transport, delivered) = match message.info() {
+                Ok(info) => {
+                    let id = header("Nats-Msg-Id").unwrap_or_else(|| format!("{}:{}", info.stream, info.stream_sequence));
+                    let transport = Transport::new(Door::Nats, Some(&id))
+                        .with("stream", Some(info.stream))
+                        .with("consumer", Some(info.consumer))
+                        .with("stream_sequence", Some(info.stream_sequence))
+                        .with("delivered", Some(info.delivered));
+                    (transport, info.delivered)
+                }
+                Err(_) => (Transport::new(Door::Nats, header("Nats-Msg-Id").as_deref()), 1),
+            };
+            let queued = QueuedMessage {
+                body: message.payload.clone(),
+                content_type: header("Content-Type"),
+                transport: transport.with("subject", Some(message.subject.to_string())),
+            };
+            let kind = match ingest.handle(queued).await {
+                Settlement::Ack => AckKind::Ack,
+                Settlement::DeadLetter => AckKind::Term,
+                Settlement::Retry => AckKind::Nak(Some(backoff(ingest.backoff, delivered))),
+            };
+            if let Err(error) = message.ack_with(kind).await {
+                tracing::warn!(%error, "the broker did not take the acknowledgement; it will redeliver");
+            }
+            drop(slot);
+        });
+    }
+    let _all = slots.acquire_many(u32::from(config.prefetch)).await?;
+    Ok(())
+}
+
+/// The redelivery delay after `delivered` attempts: doubling from `base`, at most 64 times it.
+fn backoff(base: Duration, delivered: i64) -> Duration {
+    base.saturating_mul(1 << delivered.clamp(1, 7).saturating_sub(1))
+}

@@ -155,7 +155,8 @@ async fn refused_deliveries_store_nothing(backend: Backend) {
             400,
             "malformed-interchange",
         ),
-        ("JSON", br#"{"isa": 1}"#.to_vec(), "application/json", 415, "unsupported-media-type"),
+        ("JSON that is no Pub/Sub push", br#"{"isa": 1}"#.to_vec(), "application/json", 400, "invalid-transport"),
+        ("XML", b"<isa/>".to_vec(), "application/xml", 415, "unsupported-media-type"),
         ("form", single.clone(), "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
         ("over the body limit", oversized, "application/edi-x12", 413, "payload-too-large"),
     ];

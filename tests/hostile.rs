@@ -104,7 +104,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             content_type: Some(b"application/json"),
-            ..case("JSON media type", br#"{"a":1}"#.to_vec(), 415, "unsupported-media-type")
+            ..case("JSON that is no Pub/Sub push", br#"{"a":1}"#.to_vec(), 400, "invalid-transport")
         },
         Case {
             content_type: Some(b"text/html"),

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
     ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, Validation,
@@ -28,6 +29,30 @@ pub struct DeliveryAttempt {
     pub content_type: Option<String>,
     pub body_bytes: i64,
     pub received_at: DateTime<Utc>,
+    /// How it came in: `direct`, `webhook`, `cloudevents`, `pubsub`, `sns`, `as2`, `amqp`, `nats`.
+    #[sqlx(try_from = "String")]
+    pub door: Door,
+    /// The transport's message id (ce-id, Pub/Sub messageId, SNS MessageId, AS2 Message-ID, …).
+    pub transport_id: Option<String>,
+    /// The door's metadata (ce-source, subscription, TopicArn and signature fields, AS2-From, …).
+    #[sqlx(try_from = "Option<String>")]
+    #[schema(value_type = Option<Object>)]
+    pub transport: TransportMeta,
+    /// Its transport id was seen before with a different interchange.
+    pub transport_reused: bool,
+}
+
+/// The stored transport metadata (JSON text), served as JSON.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(transparent)]
+pub struct TransportMeta(Option<serde_json::Value>);
+
+impl TryFrom<Option<String>> for TransportMeta {
+    type Error = serde_json::Error;
+
+    fn try_from(text: Option<String>) -> Result<TransportMeta, serde_json::Error> {
+        text.map(|text| serde_json::from_str(&text)).transpose().map(TransportMeta)
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -207,7 +232,8 @@ impl Store {
     /// The audited delivery attempts of an interchange's key, oldest first.
     pub async fn delivery_attempts(&self, inbox_id: Uuid) -> Result<Vec<DeliveryAttempt>, StoreError> {
         const SQL: &str = "SELECT d.id, d.partner_id, d.outcome, d.status, d.request_id, d.remote_addr,
-                d.user_agent, d.content_type, d.body_bytes, d.received_at
+                d.user_agent, d.content_type, d.body_bytes, d.received_at, d.door, d.transport_id, d.transport,
+                d.transport_reused
             FROM inbox i JOIN deliveries d ON d.source = i.source AND d.message_id = i.message_id
             WHERE i.id = $1 ORDER BY d.received_at, d.id";
         Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(inbox_id).fetch_all(pool).await?))

@@ -107,6 +107,7 @@ pub fn server_config() -> ServerConfig {
         auth: AuthMode::Auto,
         allow_open_on_network: false,
         admin_token: None,
+        webhook_allowed_origins: Vec::new(),
         rate_limit: 600,
         max_in_flight: 256,
         max_unproven_in_flight: 16,

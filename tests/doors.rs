@@ -1,0 +1,305 @@
+//! The front doors: the same interchange through a plain POST, CloudEvents (binary and
+//! structured), Pub/Sub push, SNS and an AS2 gateway is one interchange (201, then 200s), each
+//! attempt audited with its door and transport id; bad wrappings get their exact problem; SNS
+//! confirmations are kept for operators; the CloudEvents webhook handshake; AS2 names checked;
+//! quarantine and the inbox bypass per partner. On SQLite and PostgreSQL.
+
+mod common;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use common::partners::{ADMIN, admin, register, secured};
+use common::{Backend, Harness, Reply, fixture, numbered, server_config};
+use edi_inbox::config::ServerConfig;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+fn pubsub(message_id: &str, edi: &[u8]) -> Value {
+    json!({
+        "message": {"data": STANDARD.encode(edi), "messageId": message_id, "message_id": message_id,
+            "publishTime": "2026-12-03T10:00:00.123Z", "attributes": {"partner": "acme"}},
+        "subscription": "projects/edi/subscriptions/inbox-push",
+        "deliveryAttempt": 1
+    })
+}
+
+fn sns_notification(message_id: &str, edi: &[u8]) -> Value {
+    json!({
+        "Type": "Notification", "MessageId": message_id, "TopicArn": "arn:aws:sns:eu-west-1:123456789012:edi",
+        "Subject": "invoice", "Message": String::from_utf8(edi.to_vec()).unwrap(),
+        "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "2", "Signature": "c2lnbmF0dXJl",
+        "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem",
+        "UnsubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=Unsubscribe"
+    })
+}
+
+async fn send(h: &Harness, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Reply {
+    let mut request = h.app.client.post(h.app.url("/v1/interchanges"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    Reply::send(request.body(body)).await
+}
+
+async fn deliveries(h: &Harness, id: &str) -> Vec<Value> {
+    let reply = Reply::send(h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}/deliveries"))).bearer_auth(ADMIN)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json().as_array().unwrap().clone()
+}
+
+/// One interchange through six doors: 201 once, 200 with the same id and invoice five times; one
+/// invoice; every attempt audited with its door and transport id.
+async fn every_door_delivers_the_same_interchange_once(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let edi = fixture("x12/810-single.edi");
+    let first = send(&h, &[("content-type", "application/edi-x12")], edi.clone()).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    let id = first.json()["id"].as_str().unwrap().to_owned();
+    let structured = json!({"specversion": "1.0", "id": "ce-structured-1", "source": "/partners/acme",
+        "type": "org.x12.810", "datacontenttype": "application/edi-x12", "data": String::from_utf8(edi.clone()).unwrap()});
+    let base64_event = json!({"specversion": "1.0", "id": "ce-structured-2", "source": "/partners/acme",
+        "type": "org.x12.810", "data_base64": STANDARD.encode(&edi)});
+    let replays = [
+        send(&h, &[("content-type", "application/edi-x12"), ("ce-specversion", "1.0"), ("ce-id", "ce-binary-1"),
+            ("ce-source", "/partners/acme"), ("ce-type", "org.x12.810")], edi.clone()).await,
+        send(&h, &[("content-type", "application/cloudevents+json")], structured.to_string()).await,
+        send(&h, &[("content-type", "application/cloudevents+json")], base64_event.to_string()).await,
+        send(&h, &[("content-type", "application/json")], pubsub("pubsub-1", &edi).to_string()).await,
+        send(&h, &[("content-type", "text/plain; charset=UTF-8"), ("x-amz-sns-message-type", "Notification"),
+            ("x-amz-sns-message-id", "sns-1")], sns_notification("sns-1", &edi).to_string()).await,
+        send(&h, &[("content-type", "application/edi-x12"), ("as2-from", "ACME-AS2"), ("as2-to", "BUYERCO-AS2"),
+            ("message-id", "<as2-1@acme.example>"), ("disposition-notification-to", "edi@acme.example")], edi.clone()).await,
+    ];
+    for reply in &replays {
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.header("idempotent-replayed"), Some("true"));
+        assert_eq!(reply.json()["id"], id.as_str());
+        assert_eq!(reply.json()["invoices"], first.json()["invoices"]);
+    }
+    assert_eq!(h.app.all_invoices().await.len(), 1);
+    let audited = common::eventually(async || deliveries(&h, &id).await, |rows| rows.len() == 7).await;
+    let doors: Vec<(&str, Option<&str>)> =
+        audited.iter().map(|row| (row["door"].as_str().unwrap(), row["transport_id"].as_str())).collect();
+    assert_eq!(doors, [
+        ("direct", None), ("cloudevents", Some("ce-binary-1")), ("cloudevents", Some("ce-structured-1")),
+        ("cloudevents", Some("ce-structured-2")), ("pubsub", Some("pubsub-1")), ("sns", Some("sns-1")),
+        ("as2", Some("<as2-1@acme.example>")),
+    ]);
+    let by_door = |door: &str| audited.iter().find(|row| row["door"] == door).unwrap()["transport"].clone();
+    assert_eq!(by_door("pubsub")["subscription"], "projects/edi/subscriptions/inbox-push");
+    assert_eq!(by_door("sns")["signature"], "c2lnbmF0dXJl");
+    assert_eq!(by_door("sns")["topic_arn"], "arn:aws:sns:eu-west-1:123456789012:edi");
+    assert_eq!(by_door("as2")["as2_to"], "BUYERCO-AS2");
+    assert!(audited.iter().all(|row| row["transport_reused"] == false));
+    h.finish().await;
+}
+
+/// A transport id that comes back with a different interchange is flagged, for the first
+/// delivery (written with the claim) and for a replay (written in the background) alike.
+async fn a_transport_id_reused_for_another_interchange_is_flagged(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let pubsub_post = |message_id: &'static str, edi: Vec<u8>| {
+        let h = &h;
+        async move { send(h, &[("content-type", "application/json")], pubsub(message_id, &edi).to_string()).await }
+    };
+    let a = pubsub_post("m-1", numbered(1)).await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    let b = pubsub_post("m-1", numbered(2)).await;
+    assert_eq!(b.status, 201, "{}", b.text);
+    let replay = pubsub_post("m-2", numbered(2)).await;
+    assert_eq!(replay.status, 200);
+    let again = pubsub_post("m-1", numbered(2)).await;
+    assert_eq!(again.status, 200);
+    let b_rows = common::eventually(
+        async || deliveries(&h, b.json()["id"].as_str().unwrap()).await,
+        |rows| rows.len() == 3,
+    )
+    .await;
+    let flags: Vec<(&str, bool)> =
+        b_rows.iter().map(|r| (r["transport_id"].as_str().unwrap(), r["transport_reused"].as_bool().unwrap())).collect();
+    assert_eq!(flags, [("m-1", true), ("m-2", false), ("m-1", true)]);
+    let a_rows = deliveries(&h, a.json()["id"].as_str().unwrap()).await;
+    assert_eq!(a_rows[0]["transport_reused"], false);
+    h.finish().await;
+}
+
+/// Each bad wrapping gets its exact status and problem type, and nothing is stored.
+async fn bad_wrappings_get_their_problem(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let edi = fixture("x12/810-single.edi");
+    let json_type = [("content-type", "application/json")];
+    let events = [("content-type", "application/cloudevents+json")];
+    let sns = |kind| [("content-type", "text/plain"), ("x-amz-sns-message-type", kind)];
+    let cases: Vec<(&str, Reply, u16, &str)> = vec![
+        ("pubsub without data", send(&h, &json_type, r#"{"message":{"messageId":"1"},"subscription":"s"}"#).await, 400, "invalid-transport"),
+        ("pubsub data not base64", send(&h, &json_type, r#"{"message":{"data":"%%%","messageId":"1"},"subscription":"s"}"#).await, 400, "invalid-transport"),
+        ("pubsub not json", send(&h, &json_type, "ISA*").await, 400, "invalid-transport"),
+        ("pubsub data not EDI", send(&h, &json_type, pubsub("1", b"hello").to_string()).await, 400, "malformed-interchange"),
+        ("event without id", send(&h, &events, r#"{"specversion":"1.0","source":"/a","type":"t","data":"ISA"}"#).await, 400, "invalid-transport"),
+        ("event of version 0.3", send(&h, &events, r#"{"specversion":"0.3","id":"1","source":"/a","type":"t","data":"ISA"}"#).await, 400, "invalid-transport"),
+        ("event with XML data", send(&h, &events, r#"{"specversion":"1.0","id":"1","source":"/a","type":"t","datacontenttype":"application/xml","data":"<a/>"}"#).await, 415, "unsupported-media-type"),
+        ("binary event without ce-type", send(&h, &[("content-type", "application/edi-x12"), ("ce-specversion", "1.0"), ("ce-id", "1"), ("ce-source", "/a")], edi.clone()).await, 400, "invalid-transport"),
+        ("sns type mismatch", send(&h, &sns("SubscriptionConfirmation"), sns_notification("n", &edi).to_string()).await, 400, "invalid-transport"),
+        ("sns unknown type", send(&h, &sns("Gossip"), "{}").await, 400, "invalid-transport"),
+        ("batch of events", send(&h, &[("content-type", "application/cloudevents-batch+json")], "[]").await, 415, "unsupported-media-type"),
+    ];
+    for (name, reply, status, kind) in cases {
+        assert_eq!(reply.status, status, "{name}: {}", reply.text);
+        reply.assert_problem(status, kind);
+    }
+    assert!(h.app.all_interchanges().await.is_empty());
+    h.finish().await;
+}
+
+/// SNS subscription and unsubscribe confirmations are answered 200, kept once however often SNS
+/// resends them, listed and confirmed by an operator; nothing is booked.
+async fn sns_confirmations_wait_for_an_operator(backend: Backend) {
+    let h = Harness::with_server(backend, ServerConfig { admin_token: Some(ADMIN.into()), ..server_config() }).await;
+    let confirmation = json!({"Type": "SubscriptionConfirmation", "MessageId": "c-1", "Token": "2336412f37fb687f5d51e6e2425",
+        "TopicArn": "arn:aws:sns:eu-west-1:123456789012:edi", "Message": "You have chosen to subscribe to the topic",
+        "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336412f37fb687f5d51e6e2425",
+        "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
+        "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"});
+    let headers = [("content-type", "text/plain; charset=UTF-8"), ("x-amz-sns-message-type", "SubscriptionConfirmation")];
+    for _ in 0..2 {
+        let kept = send(&h, &headers, confirmation.to_string()).await;
+        assert_eq!(kept.status, 200, "{}", kept.text);
+        assert_eq!(kept.json()["status"], "pending");
+    }
+    let listed = admin(&h, Method::GET, "/v1/admin/sns-subscriptions", None).await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["subscribe_url"], confirmation["SubscribeURL"]);
+    assert_eq!(listed[0]["signature"], "c2ln");
+    let id = listed[0]["id"].as_str().unwrap();
+    let confirmed = admin(&h, Method::POST, &format!("/v1/admin/sns-subscriptions/{id}/confirm"), None).await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.text);
+    assert_eq!(confirmed.json()["status"], "confirmed");
+    let missing = admin(&h, Method::POST, &format!("/v1/admin/sns-subscriptions/{}/confirm", uuid::Uuid::now_v7()), None).await;
+    missing.assert_problem(404, "not-found");
+    assert!(h.app.all_interchanges().await.is_empty());
+    h.finish().await;
+}
+
+/// The CloudEvents webhook validation handshake: a configured origin gets `WebHook-Allowed-Origin`,
+/// another 403; without the handshake header, OPTIONS stays guarded in partners mode.
+async fn the_webhook_handshake_allows_configured_origins(backend: Backend) {
+    let server = ServerConfig { webhook_allowed_origins: vec!["eventgrid.azure.net".into()], ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    let handshake = |origin: &'static str| {
+        let h = &h;
+        async move {
+            Reply::send(h.app.client.request(Method::OPTIONS, h.app.url("/v1/interchanges"))
+                .header("WebHook-Request-Origin", origin).header("WebHook-Request-Rate", "120")).await
+        }
+    };
+    let allowed = handshake("eventgrid.azure.net").await;
+    assert_eq!(allowed.status, 200, "{}", allowed.text);
+    assert_eq!(allowed.header("webhook-allowed-origin"), Some("eventgrid.azure.net"));
+    assert_eq!(allowed.header("webhook-allowed-rate"), Some("600"));
+    handshake("attacker.example").await.assert_problem(403, "forbidden-sender");
+    let plain = Reply::send(h.app.client.request(Method::OPTIONS, h.app.url("/v1/interchanges"))).await;
+    assert_eq!(plain.status, 401);
+    h.finish().await;
+}
+
+/// An AS2 delivery must name one of its partner's AS2 names in `AS2-From` (403 otherwise, nothing
+/// stored); the AS2 headers are kept with the attempt.
+async fn as2_names_are_checked_against_the_partner(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME-AS2"]})).await;
+    let as2 = |from: &'static str, body: Vec<u8>| {
+        let (h, key) = (&h, acme.api_key.clone());
+        async move {
+            Reply::send(h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(key)
+                .header("content-type", "application/edi-x12").header("as2-from", from).header("as2-to", "BUYERCO")
+                .header("message-id", format!("<{from}@gateway>")).body(body)).await
+        }
+    };
+    let refused = as2("GLOBEX-AS2", numbered(1)).await;
+    refused.assert_problem(403, "forbidden-sender");
+    let accepted = as2("ACME-AS2", numbered(1)).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.text);
+    let rows = deliveries(&h, accepted.json()["id"].as_str().unwrap()).await;
+    assert_eq!((rows[0]["door"].as_str(), rows[0]["transport"]["as2_from"].as_str()), (Some("as2"), Some("ACME-AS2")));
+    let unregistered = register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
+    let no_names = Reply::send(h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(&unregistered.api_key)
+        .header("content-type", "application/edi-x12").header("as2-from", "GLOBEX-AS2").body(numbered(2))).await;
+    no_names.assert_problem(403, "forbidden-sender");
+    assert_eq!(common::partners::stored_interchanges(&h).await, 1);
+    h.finish().await;
+}
+
+/// `conflict_policy = quarantine`: a conflict and an invalid interchange are answered 202
+/// `quarantined` (the same entry on every redelivery), listed, and released or discarded once.
+async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    let post = |body: Vec<u8>| common::partners::post_with_key(&h, &acme.api_key, body);
+    let original = post(fixture("x12/810-single.edi")).await;
+    assert_eq!(original.status, 201);
+    let mut held = Vec::new();
+    for body in [fixture("x12/810-single-conflict.edi"), fixture("x12/invalid-se-count.edi")] {
+        let first = post(body.clone()).await;
+        assert_eq!(first.status, 202, "{}", first.text);
+        assert_eq!((first.json()["outcome"].as_str(), first.json()["status"].as_str()), (Some("quarantined"), Some("held")));
+        let again = post(body).await;
+        assert_eq!(again.status, 202);
+        assert_eq!(again.header("idempotent-replayed"), Some("true"));
+        assert_eq!(again.json()["id"], first.json()["id"]);
+        held.push(first.json());
+    }
+    assert_eq!((held[0]["reason"].as_str(), held[1]["reason"].as_str()), (Some("conflict"), Some("invalid")));
+    assert_eq!(held[0]["interchange_id"], original.json()["id"]);
+    assert_eq!(held[0]["problem"]["type"], "/problems/control-number-conflict");
+    let listed = admin(&h, Method::GET, "/v1/admin/quarantine?status=held", None).await.json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2);
+    let path = |entry: &Value, action: &str| format!("/v1/admin/quarantine/{}/{action}", entry["id"].as_str().unwrap());
+    let released = admin(&h, Method::POST, &path(&held[0], "release"), None).await;
+    assert_eq!(released.status, 200, "{}", released.text);
+    assert_eq!(released.json()["status"], "released");
+    let recorded = released.json()["released_as"].as_str().unwrap().to_owned();
+    let interchange = admin(&h, Method::GET, &format!("/v1/interchanges/{recorded}"), None).await.json();
+    assert!(interchange["idempotency_key"]["message_id"].as_str().unwrap().starts_with("000001142#"));
+    admin(&h, Method::POST, &path(&held[0], "release"), None).await.assert_problem(409, "wrong-state");
+    let still_invalid = admin(&h, Method::POST, &path(&held[1], "release"), None).await;
+    still_invalid.assert_problem(409, "wrong-state");
+    let discarded = admin(&h, Method::POST, &path(&held[1], "discard"), None).await;
+    assert_eq!(discarded.json()["status"], "discarded");
+    let redelivered = post(fixture("x12/810-single-conflict.edi")).await;
+    assert_eq!((redelivered.status, redelivered.json()["status"].as_str()), (202, Some("released")));
+    let invoices = admin(&h, Method::GET, "/v1/invoices?limit=500", None).await.json();
+    assert_eq!(invoices["items"].as_array().unwrap().len(), 2, "the original and the released one");
+    h.finish().await;
+}
+
+/// A partner's naturally idempotent document type bypasses the inbox: answered 200 `bypassed`
+/// every time, audited, never stored; its invoices still go through the inbox; invoices can never
+/// be declared bypassing.
+async fn naturally_idempotent_documents_bypass_the_inbox(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "bypass_documents": ["997"]})).await;
+    for _ in 0..2 {
+        let ack = common::partners::post_with_key(&h, &acme.api_key, fixture("x12/997-accepted.edi")).await;
+        assert_eq!(ack.status, 200, "{}", ack.text);
+        assert_eq!((ack.json()["status"].as_str(), ack.json()["documents"][0]["type"].as_str()), (Some("bypassed"), Some("997")));
+        assert_eq!(ack.header("idempotent-replayed"), None);
+    }
+    let invoice = common::partners::post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
+    assert_eq!(invoice.status, 201);
+    assert_eq!(common::partners::stored_interchanges(&h).await, 1);
+    let invoices_bypass = admin(&h, Method::POST, "/v1/admin/partners", Some(json!({"id": "globex", "name": "Globex",
+        "senders": ["x12:ZZ:GLOBEX"], "bypass_documents": ["810"]}))).await;
+    invoices_bypass.assert_problem(400, "invalid-request");
+    h.finish().await;
+}
+
+both_backends!(
+    every_door_delivers_the_same_interchange_once,
+    a_transport_id_reused_for_another_interchange_is_flagged,
+    bad_wrappings_get_their_problem,
+    sns_confirmations_wait_for_an_operator,
+    the_webhook_handshake_allows_configured_origins,
+    as2_names_are_checked_against_the_partner,
+    quarantine_holds_what_a_broker_would_retry_for_days,
+    naturally_idempotent_documents_bypass_the_inbox,
+);

@@ -66,7 +66,12 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
         Command::Consume(consume) => {
             let store = app::open_store(&cli.database).await?;
             let partner_auth = cli.server.partner_auth()?;
-            let ctx = http::ApiContext::new(store.clone(), &cli.server, partner_auth, cli.accounting.accounting_url.is_some());
+            let ctx = http::ApiContext::new(
+                store.clone(),
+                &cli.server,
+                partner_auth,
+                cli.accounting.accounting_url.is_some(),
+            );
             let relay = match cli.accounting.relay {
                 true => Relay::new(store.clone(), &cli.accounting)?,
                 false => None,

@@ -42,7 +42,10 @@ async fn send(h: &Harness, headers: &[(&str, &str)], body: impl Into<reqwest::Bo
 }
 
 async fn deliveries(h: &Harness, id: &str) -> Vec<Value> {
-    let reply = Reply::send(h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}/deliveries"))).bearer_auth(ADMIN)).await;
+    let reply = Reply::send(
+        h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}/deliveries"))).bearer_auth(ADMIN),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply.json().as_array().unwrap().clone()
 }
@@ -60,15 +63,43 @@ async fn every_door_delivers_the_same_interchange_once(backend: Backend) {
     let base64_event = json!({"specversion": "1.0", "id": "ce-structured-2", "source": "/partners/acme",
         "type": "org.x12.810", "data_base64": STANDARD.encode(&edi)});
     let replays = [
-        send(&h, &[("content-type", "application/edi-x12"), ("ce-specversion", "1.0"), ("ce-id", "ce-binary-1"),
-            ("ce-source", "/partners/acme"), ("ce-type", "org.x12.810")], edi.clone()).await,
+        send(
+            &h,
+            &[
+                ("content-type", "application/edi-x12"),
+                ("ce-specversion", "1.0"),
+                ("ce-id", "ce-binary-1"),
+                ("ce-source", "/partners/acme"),
+                ("ce-type", "org.x12.810"),
+            ],
+            edi.clone(),
+        )
+        .await,
         send(&h, &[("content-type", "application/cloudevents+json")], structured.to_string()).await,
         send(&h, &[("content-type", "application/cloudevents+json")], base64_event.to_string()).await,
         send(&h, &[("content-type", "application/json")], pubsub("pubsub-1", &edi).to_string()).await,
-        send(&h, &[("content-type", "text/plain; charset=UTF-8"), ("x-amz-sns-message-type", "Notification"),
-            ("x-amz-sns-message-id", "sns-1")], sns_notification("sns-1", &edi).to_string()).await,
-        send(&h, &[("content-type", "application/edi-x12"), ("as2-from", "ACME-AS2"), ("as2-to", "BUYERCO-AS2"),
-            ("message-id", "<as2-1@acme.example>"), ("disposition-notification-to", "edi@acme.example")], edi.clone()).await,
+        send(
+            &h,
+            &[
+                ("content-type", "text/plain; charset=UTF-8"),
+                ("x-amz-sns-message-type", "Notification"),
+                ("x-amz-sns-message-id", "sns-1"),
+            ],
+            sns_notification("sns-1", &edi).to_string(),
+        )
+        .await,
+        send(
+            &h,
+            &[
+                ("content-type", "application/edi-x12"),
+                ("as2-from", "ACME-AS2"),
+                ("as2-to", "BUYERCO-AS2"),
+                ("message-id", "<as2-1@acme.example>"),
+                ("disposition-notification-to", "edi@acme.example"),
+            ],
+            edi.clone(),
+        )
+        .await,
     ];
     for reply in &replays {
         assert_eq!(reply.status, 200, "{}", reply.text);
@@ -80,11 +111,18 @@ async fn every_door_delivers_the_same_interchange_once(backend: Backend) {
     let audited = common::eventually(async || deliveries(&h, &id).await, |rows| rows.len() == 7).await;
     let doors: Vec<(&str, Option<&str>)> =
         audited.iter().map(|row| (row["door"].as_str().unwrap(), row["transport_id"].as_str())).collect();
-    assert_eq!(doors, [
-        ("direct", None), ("cloudevents", Some("ce-binary-1")), ("cloudevents", Some("ce-structured-1")),
-        ("cloudevents", Some("ce-structured-2")), ("pubsub", Some("pubsub-1")), ("sns", Some("sns-1")),
-        ("as2", Some("<as2-1@acme.example>")),
-    ]);
+    assert_eq!(
+        doors,
+        [
+            ("direct", None),
+            ("cloudevents", Some("ce-binary-1")),
+            ("cloudevents", Some("ce-structured-1")),
+            ("cloudevents", Some("ce-structured-2")),
+            ("pubsub", Some("pubsub-1")),
+            ("sns", Some("sns-1")),
+            ("as2", Some("<as2-1@acme.example>")),
+        ]
+    );
     let by_door = |door: &str| audited.iter().find(|row| row["door"] == door).unwrap()["transport"].clone();
     assert_eq!(by_door("pubsub")["subscription"], "projects/edi/subscriptions/inbox-push");
     assert_eq!(by_door("sns")["signature"], "c2lnbmF0dXJl");
@@ -115,8 +153,10 @@ async fn a_transport_id_reused_for_another_interchange_is_flagged(backend: Backe
         |rows| rows.len() == 3,
     )
     .await;
-    let flags: Vec<(&str, bool)> =
-        b_rows.iter().map(|r| (r["transport_id"].as_str().unwrap(), r["transport_reused"].as_bool().unwrap())).collect();
+    let flags: Vec<(&str, bool)> = b_rows
+        .iter()
+        .map(|r| (r["transport_id"].as_str().unwrap(), r["transport_reused"].as_bool().unwrap()))
+        .collect();
     assert_eq!(flags, [("m-1", true), ("m-2", false), ("m-1", true)]);
     let a_rows = deliveries(&h, a.json()["id"].as_str().unwrap()).await;
     assert_eq!(a_rows[0]["transport_reused"], false);
@@ -154,13 +194,18 @@ async fn bad_wrappings_get_their_problem(backend: Backend) {
 /// SNS subscription and unsubscribe confirmations are answered 200, kept once however often SNS
 /// resends them, listed and confirmed by an operator; nothing is booked.
 async fn sns_confirmations_wait_for_an_operator(backend: Backend) {
-    let h = Harness::with_server(backend, ServerConfig { admin_token: Some(ADMIN.into()), ..server_config() }).await;
+    let h =
+        Harness::with_server(backend, ServerConfig { admin_token: Some(ADMIN.into()), ..server_config() })
+            .await;
     let confirmation = json!({"Type": "SubscriptionConfirmation", "MessageId": "c-1", "Token": "2336412f37fb687f5d51e6e2425",
         "TopicArn": "arn:aws:sns:eu-west-1:123456789012:edi", "Message": "You have chosen to subscribe to the topic",
         "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336412f37fb687f5d51e6e2425",
         "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
         "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"});
-    let headers = [("content-type", "text/plain; charset=UTF-8"), ("x-amz-sns-message-type", "SubscriptionConfirmation")];
+    let headers = [
+        ("content-type", "text/plain; charset=UTF-8"),
+        ("x-amz-sns-message-type", "SubscriptionConfirmation"),
+    ];
     for _ in 0..2 {
         let kept = send(&h, &headers, confirmation.to_string()).await;
         assert_eq!(kept.status, 200, "{}", kept.text);
@@ -174,7 +219,13 @@ async fn sns_confirmations_wait_for_an_operator(backend: Backend) {
     let confirmed = admin(&h, Method::POST, &format!("/v1/admin/sns-subscriptions/{id}/confirm"), None).await;
     assert_eq!(confirmed.status, 200, "{}", confirmed.text);
     assert_eq!(confirmed.json()["status"], "confirmed");
-    let missing = admin(&h, Method::POST, &format!("/v1/admin/sns-subscriptions/{}/confirm", uuid::Uuid::now_v7()), None).await;
+    let missing = admin(
+        &h,
+        Method::POST,
+        &format!("/v1/admin/sns-subscriptions/{}/confirm", uuid::Uuid::now_v7()),
+        None,
+    )
+    .await;
     missing.assert_problem(404, "not-found");
     assert!(h.app.all_interchanges().await.is_empty());
     h.finish().await;
@@ -188,8 +239,14 @@ async fn the_webhook_handshake_allows_configured_origins(backend: Backend) {
     let handshake = |origin: &'static str| {
         let h = &h;
         async move {
-            Reply::send(h.app.client.request(Method::OPTIONS, h.app.url("/v1/interchanges"))
-                .header("WebHook-Request-Origin", origin).header("WebHook-Request-Rate", "120")).await
+            Reply::send(
+                h.app
+                    .client
+                    .request(Method::OPTIONS, h.app.url("/v1/interchanges"))
+                    .header("WebHook-Request-Origin", origin)
+                    .header("WebHook-Request-Rate", "120"),
+            )
+            .await
         }
     };
     let allowed = handshake("eventgrid.azure.net").await;
@@ -206,13 +263,26 @@ async fn the_webhook_handshake_allows_configured_origins(backend: Backend) {
 /// stored); the AS2 headers are kept with the attempt.
 async fn as2_names_are_checked_against_the_partner(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
-    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME-AS2"]})).await;
+    let acme = register(
+        &h,
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME-AS2"]}),
+    )
+    .await;
     let as2 = |from: &'static str, body: Vec<u8>| {
         let (h, key) = (&h, acme.api_key.clone());
         async move {
-            Reply::send(h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(key)
-                .header("content-type", "application/edi-x12").header("as2-from", from).header("as2-to", "BUYERCO")
-                .header("message-id", format!("<{from}@gateway>")).body(body)).await
+            Reply::send(
+                h.app
+                    .client
+                    .post(h.app.url("/v1/interchanges"))
+                    .bearer_auth(key)
+                    .header("content-type", "application/edi-x12")
+                    .header("as2-from", from)
+                    .header("as2-to", "BUYERCO")
+                    .header("message-id", format!("<{from}@gateway>"))
+                    .body(body),
+            )
+            .await
         }
     };
     let refused = as2("GLOBEX-AS2", numbered(1)).await;
@@ -220,10 +290,22 @@ async fn as2_names_are_checked_against_the_partner(backend: Backend) {
     let accepted = as2("ACME-AS2", numbered(1)).await;
     assert_eq!(accepted.status, 201, "{}", accepted.text);
     let rows = deliveries(&h, accepted.json()["id"].as_str().unwrap()).await;
-    assert_eq!((rows[0]["door"].as_str(), rows[0]["transport"]["as2_from"].as_str()), (Some("as2"), Some("ACME-AS2")));
-    let unregistered = register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
-    let no_names = Reply::send(h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(&unregistered.api_key)
-        .header("content-type", "application/edi-x12").header("as2-from", "GLOBEX-AS2").body(numbered(2))).await;
+    assert_eq!(
+        (rows[0]["door"].as_str(), rows[0]["transport"]["as2_from"].as_str()),
+        (Some("as2"), Some("ACME-AS2"))
+    );
+    let unregistered =
+        register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
+    let no_names = Reply::send(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges"))
+            .bearer_auth(&unregistered.api_key)
+            .header("content-type", "application/edi-x12")
+            .header("as2-from", "GLOBEX-AS2")
+            .body(numbered(2)),
+    )
+    .await;
     no_names.assert_problem(403, "forbidden-sender");
     assert_eq!(common::partners::stored_interchanges(&h).await, 1);
     h.finish().await;
@@ -241,7 +323,10 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     for body in [fixture("x12/810-single-conflict.edi"), fixture("x12/invalid-se-count.edi")] {
         let first = post(body.clone()).await;
         assert_eq!(first.status, 202, "{}", first.text);
-        assert_eq!((first.json()["outcome"].as_str(), first.json()["status"].as_str()), (Some("quarantined"), Some("held")));
+        assert_eq!(
+            (first.json()["outcome"].as_str(), first.json()["status"].as_str()),
+            (Some("quarantined"), Some("held"))
+        );
         let again = post(body).await;
         assert_eq!(again.status, 202);
         assert_eq!(again.header("idempotent-replayed"), Some("true"));
@@ -253,7 +338,9 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     assert_eq!(held[0]["problem"]["type"], "/problems/control-number-conflict");
     let listed = admin(&h, Method::GET, "/v1/admin/quarantine?status=held", None).await.json();
     assert_eq!(listed["items"].as_array().unwrap().len(), 2);
-    let path = |entry: &Value, action: &str| format!("/v1/admin/quarantine/{}/{action}", entry["id"].as_str().unwrap());
+    let path = |entry: &Value, action: &str| {
+        format!("/v1/admin/quarantine/{}/{action}", entry["id"].as_str().unwrap())
+    };
     let released = admin(&h, Method::POST, &path(&held[0], "release"), None).await;
     assert_eq!(released.status, 200, "{}", released.text);
     assert_eq!(released.json()["status"], "released");
@@ -277,18 +364,31 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
 /// be declared bypassing.
 async fn naturally_idempotent_documents_bypass_the_inbox(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
-    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "bypass_documents": ["997"]})).await;
+    let acme = register(
+        &h,
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "bypass_documents": ["997"]}),
+    )
+    .await;
     for _ in 0..2 {
         let ack = common::partners::post_with_key(&h, &acme.api_key, fixture("x12/997-accepted.edi")).await;
         assert_eq!(ack.status, 200, "{}", ack.text);
-        assert_eq!((ack.json()["status"].as_str(), ack.json()["documents"][0]["type"].as_str()), (Some("bypassed"), Some("997")));
+        assert_eq!(
+            (ack.json()["status"].as_str(), ack.json()["documents"][0]["type"].as_str()),
+            (Some("bypassed"), Some("997"))
+        );
         assert_eq!(ack.header("idempotent-replayed"), None);
     }
     let invoice = common::partners::post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
     assert_eq!(invoice.status, 201);
     assert_eq!(common::partners::stored_interchanges(&h).await, 1);
-    let invoices_bypass = admin(&h, Method::POST, "/v1/admin/partners", Some(json!({"id": "globex", "name": "Globex",
-        "senders": ["x12:ZZ:GLOBEX"], "bypass_documents": ["810"]}))).await;
+    let invoices_bypass = admin(
+        &h,
+        Method::POST,
+        "/v1/admin/partners",
+        Some(json!({"id": "globex", "name": "Globex",
+        "senders": ["x12:ZZ:GLOBEX"], "bypass_documents": ["810"]})),
+    )
+    .await;
     invoices_bypass.assert_problem(400, "invalid-request");
     h.finish().await;
 }

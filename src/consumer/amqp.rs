@@ -28,7 +28,9 @@ pub async fn run(
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
     let channel = connection.create_channel().await?;
     let dead = format!("{}.dead", config.queue);
-    channel.queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default()).await?;
+    channel
+        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
+        .await?;
     let mut arguments = FieldTable::default();
     arguments.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
     arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead.as_str().into()));

@@ -67,10 +67,12 @@ pub async fn run(
         let slot = Arc::clone(&slots).acquire_owned().await?;
         let ingest = ingest.clone();
         tokio::spawn(async move {
-            let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
+            let header =
+                |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
             let (transport, delivered) = match message.info() {
                 Ok(info) => {
-                    let id = header("Nats-Msg-Id").unwrap_or_else(|| format!("{}:{}", info.stream, info.stream_sequence));
+                    let id = header("Nats-Msg-Id")
+                        .unwrap_or_else(|| format!("{}:{}", info.stream, info.stream_sequence));
                     let transport = Transport::new(Door::Nats, Some(&id))
                         .with("stream", Some(info.stream))
                         .with("consumer", Some(info.consumer))

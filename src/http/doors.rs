@@ -60,9 +60,14 @@ const WEBHOOK_ALLOWED_RATE: &str = "webhook-allowed-rate";
         (status = 403, description = "`forbidden-sender`: the origin is not allowed", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn validate_webhook(State(ctx): State<ApiContext>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn validate_webhook(
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let origin = header(&headers, WEBHOOK_REQUEST_ORIGIN).ok_or_else(|| {
-        ApiError::BadRequest("OPTIONS here is the CloudEvents webhook handshake: send WebHook-Request-Origin".into())
+        ApiError::BadRequest(
+            "OPTIONS here is the CloudEvents webhook handshake: send WebHook-Request-Origin".into(),
+        )
     })?;
     let allowed = ctx.webhook_allowed_origins.iter().find(|o| *o == "*" || o.eq_ignore_ascii_case(origin));
     let Some(allowed) = allowed else {
@@ -72,7 +77,11 @@ pub async fn validate_webhook(State(ctx): State<ApiContext>, headers: HeaderMap)
     let rate = ctx.rate_limit.to_string();
     let mut response = StatusCode::OK.into_response();
     let answer = response.headers_mut();
-    for (name, value) in [(WEBHOOK_ALLOWED_ORIGIN, allowed.as_str()), (WEBHOOK_ALLOWED_RATE, &rate), ("allow", "POST, OPTIONS")] {
+    for (name, value) in [
+        (WEBHOOK_ALLOWED_ORIGIN, allowed.as_str()),
+        (WEBHOOK_ALLOWED_RATE, &rate),
+        ("allow", "POST, OPTIONS"),
+    ] {
         answer.insert(name, HeaderValue::from_str(value).map_err(|_| ApiError::Internal)?);
     }
     Ok(response)
@@ -123,7 +132,8 @@ pub fn recognise(headers: &HeaderMap) -> Result<Recognised, ApiError> {
     };
     let essence = content_type.as_deref().map(essence);
     if let Some(kind) = header(headers, "x-amz-sns-message-type") {
-        let kind = SnsType::parse(kind).ok_or_else(|| invalid(format!("unknown SNS message type {kind:?}")))?;
+        let kind =
+            SnsType::parse(kind).ok_or_else(|| invalid(format!("unknown SNS message type {kind:?}")))?;
         let transport = Transport::new(Door::Sns, header(headers, "x-amz-sns-message-id"));
         return Ok(Recognised { wrapping: Wrapping::Sns(kind), content_type: None, transport });
     }
@@ -211,7 +221,10 @@ fn json<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, ApiErro
 }
 
 fn base64(data: &str, what: &str) -> Result<Bytes, ApiError> {
-    STANDARD.decode(data.trim()).map(Bytes::from).map_err(|error| invalid(format!("{what} is not base64: {error}")))
+    STANDARD
+        .decode(data.trim())
+        .map(Bytes::from)
+        .map_err(|error| invalid(format!("{what} is not base64: {error}")))
 }
 
 /// A structured-mode CloudEvent (CloudEvents 1.0 JSON format).
@@ -360,7 +373,12 @@ mod tests {
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        pairs.iter().map(|(name, value)| (header::HeaderName::from_static(name), HeaderValue::from_str(value).unwrap())).collect()
+        pairs
+            .iter()
+            .map(|(name, value)| {
+                (header::HeaderName::from_static(name), HeaderValue::from_str(value).unwrap())
+            })
+            .collect()
     }
 
     fn interchange(arrival: Arrival) -> (Bytes, Transport) {
@@ -372,7 +390,9 @@ mod tests {
 
     #[test]
     fn the_headers_name_the_door() {
-        let door = |pairs: &[(&'static str, &str)]| recognise(&headers(pairs)).map(|r| (r.wrapping, r.transport.door));
+        let door = |pairs: &[(&'static str, &str)]| {
+            recognise(&headers(pairs)).map(|r| (r.wrapping, r.transport.door))
+        };
         assert_eq!(door(&[]).unwrap(), (Wrapping::Raw, Door::Direct));
         assert_eq!(door(&[("content-type", "application/json")]).unwrap(), (Wrapping::PubSub, Door::Pubsub));
         assert_eq!(
@@ -380,14 +400,27 @@ mod tests {
             (Wrapping::CloudEvent, Door::Cloudevents)
         );
         assert_eq!(
-            door(&[("content-type", "text/plain; charset=UTF-8"), ("x-amz-sns-message-type", "Notification")]).unwrap(),
+            door(&[
+                ("content-type", "text/plain; charset=UTF-8"),
+                ("x-amz-sns-message-type", "Notification")
+            ])
+            .unwrap(),
             (Wrapping::Sns(SnsType::Notification), Door::Sns)
         );
-        assert_eq!(door(&[("as2-from", "ACME"), ("message-id", "<1@acme>")]).unwrap(), (Wrapping::Raw, Door::As2));
+        assert_eq!(
+            door(&[("as2-from", "ACME"), ("message-id", "<1@acme>")]).unwrap(),
+            (Wrapping::Raw, Door::As2)
+        );
         assert_eq!(door(&[("webhook-id", "msg_1")]).unwrap(), (Wrapping::Raw, Door::Webhook));
-        assert!(matches!(door(&[("content-type", "application/xml")]), Err(ApiError::UnsupportedMediaType(_))));
+        assert!(matches!(
+            door(&[("content-type", "application/xml")]),
+            Err(ApiError::UnsupportedMediaType(_))
+        ));
         assert!(matches!(door(&[("x-amz-sns-message-type", "Other")]), Err(ApiError::InvalidTransport(_))));
-        assert!(matches!(door(&[("ce-specversion", "1.0"), ("ce-id", "1")]), Err(ApiError::InvalidTransport(_))));
+        assert!(matches!(
+            door(&[("ce-specversion", "1.0"), ("ce-id", "1")]),
+            Err(ApiError::InvalidTransport(_))
+        ));
         assert!(matches!(door(&[("ce-specversion", "0.3")]), Err(ApiError::InvalidTransport(_))));
     }
 
@@ -398,8 +431,15 @@ mod tests {
         let (edi, transport) = interchange(unwrap(pubsub.clone(), Bytes::from(body)).unwrap());
         assert_eq!((&edi[..], transport.id.as_deref()), (&b"ISA*"[..], Some("42")));
         assert_eq!(transport.meta["delivery_attempt"], 3);
-        for bad in [r#"{"message":{"messageId":"1"},"subscription":"s"}"#, r#"{"message":{"data":"!!","messageId":"1"},"subscription":"s"}"#, "[]"] {
-            assert!(matches!(unwrap(pubsub.clone(), Bytes::from(bad)), Err(ApiError::InvalidTransport(_))), "{bad}");
+        for bad in [
+            r#"{"message":{"messageId":"1"},"subscription":"s"}"#,
+            r#"{"message":{"data":"!!","messageId":"1"},"subscription":"s"}"#,
+            "[]",
+        ] {
+            assert!(
+                matches!(unwrap(pubsub.clone(), Bytes::from(bad)), Err(ApiError::InvalidTransport(_))),
+                "{bad}"
+            );
         }
         let event = recognise(&headers(&[("content-type", CLOUDEVENTS_JSON)])).unwrap();
         let body = r#"{"specversion":"1.0","id":"e1","source":"/acme","type":"edi.invoice","datacontenttype":"application/edi-x12","data":"ISA*"}"#;
@@ -416,7 +456,9 @@ mod tests {
         let confirm = recognise(&headers(&[("x-amz-sns-message-type", "SubscriptionConfirmation")])).unwrap();
         let body = r#"{"Type":"SubscriptionConfirmation","MessageId":"m1","Token":"t","TopicArn":"arn:aws:sns:eu-west-1:1:edi","Message":"confirm","SubscribeURL":"https://sns.example/?Action=ConfirmSubscription","Timestamp":"2026-01-01T00:00:00.000Z","SignatureVersion":"1","Signature":"c2ln","SigningCertURL":"https://sns.example/cert.pem"}"#;
         match unwrap(confirm, Bytes::from(body)).unwrap() {
-            Arrival::SnsControl(control) => assert_eq!((control.kind, control.token.as_str()), (SnsType::SubscriptionConfirmation, "t")),
+            Arrival::SnsControl(control) => {
+                assert_eq!((control.kind, control.token.as_str()), (SnsType::SubscriptionConfirmation, "t"))
+            }
             other => panic!("{other:?}"),
         }
         let notification = recognise(&headers(&[("x-amz-sns-message-type", "Notification")])).unwrap();

@@ -26,8 +26,8 @@ use super::limits::Reservation;
 use super::{ApiContext, auth, doors, non_empty, page_limit, parse_id};
 use crate::edi::{self, PartyId, Standard, ack};
 use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
-use crate::inbox::transport::{Door, Transport};
 use crate::inbox::resource::{BypassedResource, IdempotencyKey, InterchangePage, InterchangeResource};
+use crate::inbox::transport::{Door, Transport};
 use crate::inbox::{self, Delivery, Outcome, Status};
 use crate::partners::directory::Directory;
 use crate::partners::{ConflictPolicy, Partner, Validation};
@@ -280,11 +280,21 @@ async fn deliver(
             let kept = ctx.store.keep_sns_control(&control, facts.partner_id.as_deref(), received_at).await?;
             tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %control.topic_arn,
                 "SNS subscription message kept for an operator to confirm");
-            Ok(Answer { outcome: "sns-subscription", response: Json(kept).into_response(), attempt: None, key: None })
+            Ok(Answer {
+                outcome: "sns-subscription",
+                response: Json(kept).into_response(),
+                attempt: None,
+                key: None,
+            })
         }
         doors::Arrival::Interchange { body, content_type, transport } => {
             facts.transport = transport;
-            let inbound = Inbound { body, content_type, partner: PartnerOf::Caller(partner), wants_ack: wants_ack(&parts.headers) };
+            let inbound = Inbound {
+                body,
+                content_type,
+                partner: PartnerOf::Caller(partner),
+                wants_ack: wants_ack(&parts.headers),
+            };
             ingest(ctx, inbound, facts, received_at).await
         }
     }
@@ -442,7 +452,9 @@ fn quarantine<'a>(partner_id: &'a str, delivery: &'a Delivery, outcome: &Outcome
         Outcome::Recorded { .. } if delivery.status == Status::Rejected => {
             (QuarantineReason::Invalid, delivery.id, delivery.response.clone())
         }
-        Outcome::Replayed { id, status: Status::Rejected, body } => (QuarantineReason::Invalid, *id, body.clone()),
+        Outcome::Replayed { id, status: Status::Rejected, body } => {
+            (QuarantineReason::Invalid, *id, body.clone())
+        }
         Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,
     };
     Some(Hold {
@@ -487,13 +499,22 @@ async fn held(
     if !fresh {
         response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     }
-    Ok(Answer { outcome: QUARANTINED, response, attempt, key: Some((delivery.key.clone(), delivery.envelope.standard)) })
+    Ok(Answer {
+        outcome: QUARANTINED,
+        response,
+        attempt,
+        key: Some((delivery.key.clone(), delivery.envelope.standard)),
+    })
 }
 
 /// Processes a held delivery after all, under its partner's current settings: recorded under its
 /// content-distinguished key (`{control number}#{fingerprint prefix}`), so that it neither replaces
 /// the interchange it conflicts with nor replays the rejection it got. Still invalid: 409.
-pub async fn release(ctx: &ApiContext, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, ApiError> {
+pub async fn release(
+    ctx: &ApiContext,
+    held: HeldPayload,
+    partner: Arc<Partner>,
+) -> Result<Quarantined, ApiError> {
     let received_at = Utc::now();
     let facts = AttemptFacts {
         partner_id: Some(partner.id.clone()),
@@ -521,11 +542,17 @@ pub async fn release(ctx: &ApiContext, held: HeldPayload, partner: Arc<Partner>)
     }
     delivery.distinguish_by_content();
     let delivery = Arc::new(delivery);
-    let interchange_id = match ctx.store.record(&delivery, &first_attempt(&delivery, &facts, ConflictPolicy::Process)).await? {
+    let interchange_id = match ctx
+        .store
+        .record(&delivery, &first_attempt(&delivery, &facts, ConflictPolicy::Process))
+        .await?
+    {
         Outcome::Recorded { .. } => delivery.id,
         Outcome::Replayed { id, .. } => id,
         Outcome::Conflict { original_id } => {
-            return Err(ApiError::WrongState(format!("its distinguished key is held by interchange {original_id}")));
+            return Err(ApiError::WrongState(format!(
+                "its distinguished key is held by interchange {original_id}"
+            )));
         }
     };
     ctx.store

@@ -4,8 +4,8 @@
 mod admin;
 mod auth;
 mod connection;
-mod health;
 pub mod doors;
+mod health;
 pub mod interchanges;
 mod invoices;
 mod limits;
@@ -91,7 +91,11 @@ impl ApiContext {
                 max_element_length: server.max_element_length,
             },
             book_with_accounting,
-            webhook_allowed_origins: server.webhook_allowed_origins.iter().map(|o| o.trim().to_owned()).collect(),
+            webhook_allowed_origins: server
+                .webhook_allowed_origins
+                .iter()
+                .map(|o| o.trim().to_owned())
+                .collect(),
         }
     }
 }

@@ -40,7 +40,8 @@ pub async fn list_quarantine(
     query: Result<Query<QuarantineQuery>, QueryRejection>,
 ) -> Result<Json<QuarantinePage>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let filter = QuarantineFilter { status: query.status, cursor: query.cursor, limit: page_limit(query.limit)? };
+    let filter =
+        QuarantineFilter { status: query.status, cursor: query.cursor, limit: page_limit(query.limit)? };
     Ok(Json(ctx.store.quarantined(&filter).await?))
 }
 
@@ -83,13 +84,18 @@ pub async fn discard_held(
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     still_held(&held.entry)?;
     let discarded = ctx.store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
-    Ok(Json(discarded.ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))?))
+    Ok(Json(
+        discarded.ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))?,
+    ))
 }
 
 fn still_held(entry: &Quarantined) -> Result<(), ApiError> {
     match entry.status {
         QuarantineStatus::Held => Ok(()),
-        other => Err(ApiError::WrongState(format!("the delivery is {}; only held ones are resolved", other.as_str()))),
+        other => Err(ApiError::WrongState(format!(
+            "the delivery is {}; only held ones are resolved",
+            other.as_str()
+        ))),
     }
 }
 

@@ -127,7 +127,10 @@ pub struct BypassedResource {
 }
 
 impl BypassedResource {
-    pub fn new(interchange: &crate::edi::Interchange<'_>, documents: &[crate::edi::Document]) -> BypassedResource {
+    pub fn new(
+        interchange: &crate::edi::Interchange<'_>,
+        documents: &[crate::edi::Document],
+    ) -> BypassedResource {
         let envelope = &interchange.envelope;
         BypassedResource {
             status: "bypassed",

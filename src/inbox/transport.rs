@@ -113,9 +113,11 @@ mod tests {
 
     #[test]
     fn metadata_is_bounded() {
-        let small = Transport::new(Door::Pubsub, Some("42")).with("subscription", Some("projects/p/subscriptions/s"));
+        let small =
+            Transport::new(Door::Pubsub, Some("42")).with("subscription", Some("projects/p/subscriptions/s"));
         assert_eq!(small.meta_json().unwrap(), r#"{"subscription":"projects/p/subscriptions/s"}"#);
-        let big = Transport::new(Door::Sns, Some(&"m".repeat(1000))).with("Signature", Some("s".repeat(5000)));
+        let big =
+            Transport::new(Door::Sns, Some(&"m".repeat(1000))).with("Signature", Some("s".repeat(5000)));
         assert_eq!(big.id.as_deref().map(str::len), Some(MAX_ID_BYTES));
         let json = big.meta_json().unwrap();
         assert!(json.len() < MAX_META_BYTES && json.contains("\"truncated\":true"), "{json}");

@@ -182,11 +182,17 @@ impl NewPartner {
         if let Some(id) = self.as2_ids.iter().find(|id| !as2_name_ok(id)) {
             return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
         }
-        if let Some(kind) = self.bypass_documents.iter().find(|kind| BOOKING_DOCUMENTS.contains(&kind.as_str())) {
-            return Err(format!("{kind} books invoices: it is not naturally idempotent and cannot bypass the inbox"));
-        }
         if let Some(kind) =
-            self.bypass_documents.iter().find(|k| k.is_empty() || k.len() > 6 || !k.bytes().all(|b| b.is_ascii_alphanumeric()))
+            self.bypass_documents.iter().find(|kind| BOOKING_DOCUMENTS.contains(&kind.as_str()))
+        {
+            return Err(format!(
+                "{kind} books invoices: it is not naturally idempotent and cannot bypass the inbox"
+            ));
+        }
+        if let Some(kind) = self
+            .bypass_documents
+            .iter()
+            .find(|k| k.is_empty() || k.len() > 6 || !k.bytes().all(|b| b.is_ascii_alphanumeric()))
         {
             return Err(format!("document type {kind:?} must be 1-6 letters or digits, e.g. 997 or APERAK"));
         }

@@ -61,9 +61,12 @@ pub(super) struct SeenTransport {
     message_id: Option<String>,
 }
 
+/// A `(source, message_id)` a transport id was audited with.
+type SeenKey = (Option<String>, Option<String>);
+
 /// See [`reused_transport_ids`].
 pub(super) fn flag_reused(keyed: &[(&Transport, &IdempotencyKey)], seen: Vec<SeenTransport>) -> Vec<bool> {
-    let mut known: HashMap<(String, String), Vec<(Option<String>, Option<String>)>> = HashMap::new();
+    let mut known: HashMap<(String, String), Vec<SeenKey>> = HashMap::new();
     for row in seen {
         known.entry((row.door, row.transport_id)).or_default().push((row.source, row.message_id));
     }

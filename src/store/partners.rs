@@ -256,22 +256,24 @@ impl Store {
         ));
         let mut partners: Vec<Partner> = rows
             .into_iter()
-            .map(|row| Ok(Partner {
-                id: row.id,
-                name: row.name,
-                status: row.status,
-                senders: Vec::new(),
-                receivers: Vec::new(),
-                max_body_bytes: row.max_body_bytes,
-                requests_per_minute: row.requests_per_minute,
-                validation: row.validation,
-                conflict_policy: row.conflict_policy,
-                as2_ids: Vec::new(),
-                bypass_documents: serde_json::from_str(&row.bypass_documents)
-                    .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
-                created_at: row.created_at,
-                credentials: Vec::new(),
-            }))
+            .map(|row| {
+                Ok(Partner {
+                    id: row.id,
+                    name: row.name,
+                    status: row.status,
+                    senders: Vec::new(),
+                    receivers: Vec::new(),
+                    max_body_bytes: row.max_body_bytes,
+                    requests_per_minute: row.requests_per_minute,
+                    validation: row.validation,
+                    conflict_policy: row.conflict_policy,
+                    as2_ids: Vec::new(),
+                    bypass_documents: serde_json::from_str(&row.bypass_documents)
+                        .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
+                    created_at: row.created_at,
+                    credentials: Vec::new(),
+                })
+            })
             .collect::<Result<_, StoreError>>()?;
         let index: HashMap<String, usize> =
             partners.iter().enumerate().map(|(n, partner)| (partner.id.clone(), n)).collect();

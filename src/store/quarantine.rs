@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError, next_cursor};
-use crate::inbox::quarantine::{QUARANTINED, QuarantinePage, QuarantineReason, QuarantineStatus, Quarantined};
+use crate::inbox::quarantine::{
+    QUARANTINED, QuarantinePage, QuarantineReason, QuarantineStatus, Quarantined,
+};
 
 /// A delivery to hold.
 #[derive(Debug)]
@@ -39,6 +41,12 @@ pub struct QuarantineFilter {
     pub limit: u32,
 }
 
+#[derive(sqlx::FromRow)]
+struct StoredPayload {
+    payload: Vec<u8>,
+    content_type: Option<String>,
+}
+
 const COLUMNS: &str = "id, partner_id, reason, status, source, message_id, payload_sha256, interchange_id, \
     problem, received_at, resolved_at, released_as";
 
@@ -51,7 +59,8 @@ impl Store {
     /// Holds a delivery, or finds the entry an earlier delivery of the same content made; true
     /// when it was held just now.
     pub async fn hold(&self, hold: &Hold<'_>) -> Result<(Quarantined, bool), StoreError> {
-        const INSERT: &str = "INSERT INTO quarantine (id, partner_id, source, message_id, payload_sha256, reason,
+        const INSERT: &str =
+            "INSERT INTO quarantine (id, partner_id, source, message_id, payload_sha256, reason,
                 status, payload, content_type, problem, interchange_id, received_at)
             VALUES ($1, $2, $3, $4, $5, $6, 'held', $7, $8, $9, $10, $11)
             ON CONFLICT (source, message_id, payload_sha256) DO NOTHING";
@@ -94,14 +103,14 @@ impl Store {
     pub async fn held(&self, id: Uuid) -> Result<Option<HeldPayload>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM quarantine WHERE id = $1");
         const PAYLOAD: &str = "SELECT payload, content_type FROM quarantine WHERE id = $1";
-        let (entry, payload): (Option<Quarantined>, Option<(Vec<u8>, Option<String>)>) = on_pool!(self, pool => (
+        let (entry, payload): (Option<Quarantined>, Option<StoredPayload>) = on_pool!(self, pool => (
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?,
             sqlx::query_as(PAYLOAD).bind(id).fetch_optional(pool).await?,
         ));
-        Ok(entry.zip(payload).map(|(entry, (payload, content_type))| HeldPayload {
+        Ok(entry.zip(payload).map(|(entry, stored)| HeldPayload {
             entry: answered(entry),
-            payload: Bytes::from(payload),
-            content_type,
+            payload: Bytes::from(stored.payload),
+            content_type: stored.content_type,
         }))
     }
 

@@ -77,11 +77,17 @@ impl Store {
 
     /// Marks a message confirmed by an operator; `None` when there is no such message. Confirming
     /// twice keeps the first time.
-    pub async fn confirm_sns(&self, id: Uuid, now: DateTime<Utc>) -> Result<Option<SnsSubscription>, StoreError> {
+    pub async fn confirm_sns(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<SnsSubscription>, StoreError> {
         let sql = format!(
             "UPDATE sns_subscriptions SET status = 'confirmed', confirmed_at = COALESCE(confirmed_at, $2) \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
-        Ok(on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).bind(now).fetch_optional(pool).await?))
+        Ok(
+            on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).bind(now).fetch_optional(pool).await?),
+        )
     }
 }

@@ -1,0 +1,257 @@
+//! `edi-inbox consume` against the real brokers on this machine (RabbitMQ at 127.0.0.1:5672,
+//! NATS JetStream at 127.0.0.1:4222), publishing with their official Rust clients (`lapin`,
+//! `async-nats`): each interchange is booked once however often it is published or redelivered,
+//! what can never succeed is dead-lettered, and a consumer killed between COMMIT and the broker's
+//! acknowledgement leaves one invoice after the redelivery. On SQLite and PostgreSQL.
+
+mod common;
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use common::process::{self, Process};
+use common::{Backend, TestDb, count, fixture, numbered};
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+
+const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+const NATS: &str = "nats://127.0.0.1:4222";
+
+/// What each test publishes first: an interchange twice, another one and a malformed one (then,
+/// once those are settled, a conflicting resend: published together, it could win the key's race).
+/// Two invoices are booked; the malformed message and the conflict are dead-lettered.
+fn messages() -> Vec<Vec<u8>> {
+    vec![
+        fixture("x12/810-single.edi"),
+        fixture("x12/810-single.edi"),
+        numbered(2),
+        fixture("x12/malformed-truncated-isa.edi"),
+    ]
+}
+
+async fn amqp() -> Connection {
+    Connection::connect(AMQP, ConnectionProperties::default()).await.unwrap_or_else(|e| {
+        panic!("RabbitMQ is required at {AMQP} for these tests (start rabbitmq-server): {e}")
+    })
+}
+
+/// Publishes `bodies` to `queue` (declared as the consumer declares it) with publisher confirms.
+async fn publish_amqp(queue: &str, bodies: &[Vec<u8>]) {
+    let connection = amqp().await;
+    let channel = connection.create_channel().await.unwrap();
+    channel.confirm_select(ConfirmSelectOptions::default()).await.unwrap();
+    for (n, body) in bodies.iter().enumerate() {
+        let properties = BasicProperties::default()
+            .with_content_type("application/edi-x12".into())
+            .with_message_id(format!("amqp-{n}").into());
+        let confirm = channel
+            .basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties)
+            .await
+            .unwrap();
+        confirm.await.unwrap();
+    }
+    connection.close(200, "published".into()).await.unwrap();
+}
+
+/// Messages waiting in `queue` (a passive declare; the queue must exist).
+async fn waiting(queue: &str) -> u32 {
+    let connection = amqp().await;
+    let channel = connection.create_channel().await.unwrap();
+    let options = QueueDeclareOptions { passive: true, ..QueueDeclareOptions::default() };
+    let declared = channel.queue_declare(queue.into(), options, FieldTable::default()).await.unwrap();
+    let _ = connection.close(200, "counted".into()).await;
+    declared.message_count()
+}
+
+fn consume(db: &TestDb, from: &str, queue: &str, crash: bool) -> Process {
+    let args = [
+        "consume",
+        "--from",
+        from,
+        "--queue",
+        queue,
+        "--subject",
+        &format!("{queue}.in"),
+        "--durable",
+        "edi-test",
+        "--ack-wait-secs",
+        "2",
+    ];
+    let mut command = process::command(&db.url, &args);
+    if crash {
+        command.env("EDI_INBOX_CRASH_AT", "consume-before-ack");
+    }
+    Process::start(command, false)
+}
+
+/// A fresh database with the schema, so that it can be counted before the consumer has started.
+async fn migrated(backend: Backend) -> TestDb {
+    let db = TestDb::create(backend).await;
+    let status = process::command(&db.url, &["migrate"]).status().expect("edi-inbox migrate runs");
+    assert!(status.success(), "edi-inbox migrate");
+    db
+}
+
+async fn invoices(db: &TestDb) -> i64 {
+    count(&db.url, "SELECT COUNT(*) FROM invoices").await
+}
+
+/// Waits up to 30 s for `probe` to return `want`.
+async fn settles<T: PartialEq + std::fmt::Debug>(what: &str, want: T, probe: impl AsyncFn() -> T) {
+    let mut last = probe().await;
+    for _ in 0..300 {
+        if last == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = probe().await;
+    }
+    assert_eq!(last, want, "{what}");
+}
+
+/// Declares the queue the way the consumer does, so that messages can be published first.
+async fn declare_amqp(queue: &str) {
+    let connection = amqp().await;
+    let channel = connection.create_channel().await.unwrap();
+    let dead = format!("{queue}.dead");
+    channel
+        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
+        .await
+        .unwrap();
+    let mut arguments = FieldTable::default();
+    arguments.insert("x-dead-letter-exchange".into(), lapin::types::AMQPValue::LongString("".into()));
+    arguments.insert(
+        "x-dead-letter-routing-key".into(),
+        lapin::types::AMQPValue::LongString(dead.as_str().into()),
+    );
+    channel.queue_declare(queue.into(), QueueDeclareOptions::durable(), arguments).await.unwrap();
+    let _ = connection.close(200, "declared".into()).await;
+}
+
+async fn rabbitmq_books_each_interchange_once_and_dead_letters_the_rest(backend: Backend) {
+    let db = migrated(backend).await;
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    publish_amqp(&queue, &messages()).await;
+    let consumer = consume(&db, AMQP, &queue, false);
+    settles("two invoices", 2, async || invoices(&db).await).await;
+    publish_amqp(&queue, &[fixture("x12/810-single-conflict.edi")]).await;
+    settles("the queue is drained", 0, async || waiting(&queue).await).await;
+    settles("malformed and conflicting messages are dead letters", 2, async || {
+        waiting(&format!("{queue}.dead")).await
+    })
+    .await;
+    settles("two invoices", 2, async || invoices(&db).await).await;
+    let audited = async || count(&db.url, "SELECT COUNT(*) FROM deliveries WHERE door = 'amqp'").await;
+    settles("two recorded, a replay and a conflict audited", 4, audited).await;
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM refusals WHERE outcome = 'malformed'").await, 1);
+    drop(consumer);
+    db.remove().await;
+}
+
+async fn a_rabbitmq_consumer_killed_between_commit_and_ack_books_once(backend: Backend) {
+    let db = migrated(backend).await;
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    publish_amqp(&queue, &[fixture("x12/810-single.edi")]).await;
+    let crashing = consume(&db, AMQP, &queue, true);
+    assert!(
+        crashing.wait(Duration::from_secs(30)).is_some_and(|status| !status.success()),
+        "{}",
+        crashing.log()
+    );
+    assert_eq!(invoices(&db).await, 1, "committed before the crash");
+    drop(crashing);
+    settles("the unacknowledged message is back", 1, async || waiting(&queue).await).await;
+    let consumer = consume(&db, AMQP, &queue, false);
+    settles("the redelivery is acknowledged", 0, async || waiting(&queue).await).await;
+    settles("the replay is audited", 2, async || count(&db.url, "SELECT COUNT(*) FROM deliveries").await)
+        .await;
+    assert_eq!(invoices(&db).await, 1, "{}", consumer.log());
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM deliveries WHERE outcome = 'replayed'").await, 1);
+    drop(consumer);
+    db.remove().await;
+}
+
+async fn jetstream(stream: &str) -> (jetstream::Context, jetstream::stream::Stream) {
+    let client = async_nats::connect(NATS).await.unwrap_or_else(|e| {
+        panic!("NATS with JetStream is required at {NATS} for these tests (start nats-server -js): {e}")
+    });
+    let context = jetstream::new(client);
+    let config = jetstream::stream::Config {
+        name: stream.to_owned(),
+        subjects: vec![format!("{stream}.in")],
+        ..Default::default()
+    };
+    let created = context.get_or_create_stream(config).await.unwrap();
+    (context, created)
+}
+
+async fn publish_nats(stream: &str, bodies: &[Vec<u8>]) {
+    let (context, _) = jetstream(stream).await;
+    for body in bodies {
+        context.publish(format!("{stream}.in"), body.clone().into()).await.unwrap().await.unwrap();
+    }
+}
+
+/// Messages of `stream` the durable consumer has not acknowledged (pending and in flight).
+async fn unacknowledged(stream: &str) -> u64 {
+    let (_, created) = jetstream(stream).await;
+    match created.consumer_info("edi-test").await {
+        Ok(info) => info.num_pending + u64::try_from(info.num_ack_pending).unwrap_or(u64::MAX),
+        Err(_) => u64::MAX,
+    }
+}
+
+async fn remove_stream(stream: &str) {
+    let (context, _) = jetstream(stream).await;
+    let _ = context.delete_stream(stream).await;
+}
+
+async fn jetstream_books_each_interchange_once_and_terminates_the_rest(backend: Backend) {
+    let db = migrated(backend).await;
+    let stream = format!("EDI_TEST_{}", uuid::Uuid::now_v7().simple());
+    publish_nats(&stream, &messages()).await;
+    let consumer = consume(&db, NATS, &stream, false);
+    settles("two invoices", 2, async || invoices(&db).await).await;
+    publish_nats(&stream, &[fixture("x12/810-single-conflict.edi")]).await;
+    settles("every message is settled", 0, async || unacknowledged(&stream).await).await;
+    settles("still two invoices", 2, async || invoices(&db).await).await;
+    let audited = async || count(&db.url, "SELECT COUNT(*) FROM deliveries WHERE door = 'nats'").await;
+    settles("two recorded, a replay and a conflict audited", 4, audited).await;
+    drop(consumer);
+    remove_stream(&stream).await;
+    db.remove().await;
+}
+
+async fn a_jetstream_consumer_killed_between_commit_and_ack_books_once(backend: Backend) {
+    let db = migrated(backend).await;
+    let stream = format!("EDI_TEST_{}", uuid::Uuid::now_v7().simple());
+    publish_nats(&stream, &[fixture("x12/810-single.edi")]).await;
+    let crashing = consume(&db, NATS, &stream, true);
+    assert!(
+        crashing.wait(Duration::from_secs(30)).is_some_and(|status| !status.success()),
+        "{}",
+        crashing.log()
+    );
+    assert_eq!(invoices(&db).await, 1, "committed before the crash");
+    assert_eq!(unacknowledged(&stream).await, 1, "not acknowledged");
+    drop(crashing);
+    let consumer = consume(&db, NATS, &stream, false);
+    settles("the redelivery is acknowledged", 0, async || unacknowledged(&stream).await).await;
+    settles("the replay is audited", 2, async || count(&db.url, "SELECT COUNT(*) FROM deliveries").await)
+        .await;
+    assert_eq!(invoices(&db).await, 1, "{}", consumer.log());
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM deliveries WHERE outcome = 'replayed'").await, 1);
+    drop(consumer);
+    remove_stream(&stream).await;
+    db.remove().await;
+}
+
+both_backends!(
+    rabbitmq_books_each_interchange_once_and_dead_letters_the_rest,
+    a_rabbitmq_consumer_killed_between_commit_and_ack_books_once,
+    jetstream_books_each_interchange_once_and_terminates_the_rest,
+    a_jetstream_consumer_killed_between_commit_and_ack_books_once,
+);

@@ -2,50 +2,25 @@
 edi-inbox server accepts, and a delivery whose body was changed after signing is refused.
 
 Starts the built binary on a fresh SQLite database with partner authentication, registers a partner
-through the CLI, and posts over HTTP. Run by scripts/test through run.sh (which installs the package).
+through the CLI, and posts over HTTP. Run by scripts/test through run.sh (which installs the packages).
 Prints a closing `N passed, N failed` line.
 """
 
 import datetime
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 import uuid
 
 from standardwebhooks.webhooks import Webhook
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BINARY = ROOT / "target" / "debug" / "edi-inbox"
-SAMPLE = (ROOT / "tests" / "fixtures" / "x12" / "810-single.edi").read_bytes()
-
-
-def edi_inbox(database, *args, **popen):
-    command = [str(BINARY), "--database-url", database, *args]
-    if popen:
-        return subprocess.Popen(command, **popen)
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
-
-
-def listening_address(server):
-    for line in server.stderr:
-        event = json.loads(line)
-        if event.get("fields", {}).get("message") == "listening":
-            return event["fields"]["address"]
-    raise RuntimeError("the server stopped before listening")
+from harness import SAMPLE, Checks, edi_inbox, listening_address, post as post_to
 
 
 def post(address, body, headers):
-    request = urllib.request.Request(f"http://{address}/v1/interchanges?partner=acme", data=body, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+    return post_to(f"http://{address}/v1/interchanges?partner=acme", body, headers)
 
 
 def signed_headers(secret, body, msg_id):
@@ -60,17 +35,8 @@ def signed_headers(secret, body, msg_id):
 
 
 def main():
-    passed = failed = 0
-
-    def check(name, condition, detail):
-        nonlocal passed, failed
-        if condition:
-            passed += 1
-            print(f"ok   {name}")
-        else:
-            failed += 1
-            print(f"FAIL {name}: {detail}")
-
+    checks = Checks()
+    check = checks.check
     with tempfile.TemporaryDirectory() as directory:
         database = f"sqlite://{directory}/inbox.db"
         registered = json.loads(edi_inbox(database, "partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY"))
@@ -98,8 +64,7 @@ def main():
         finally:
             server.terminate()
             server.wait(timeout=30)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks.exit_code()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use super::ApiContext;
 use super::problem::{ApiError, Problem};
@@ -216,6 +217,22 @@ pub fn unwrap(recognised: Recognised, body: Bytes) -> Result<Arrival, ApiError> 
     }
 }
 
+/// The interchange of the examples: the smallest X12 810.
+pub const EXAMPLE_X12: &str = "ISA*00*          *00*          *ZZ*ACMESUPPLY     *ZZ*BUYERCO        *260317*1015*U*00401*000001144*0*P*>~GS*IN*ACMESUPPLY*BUYERCO*20260317*1015*1144*X*004010~ST*810*0001~BIG*20260317*INV-3001~N1*SE*ACME SUPPLY CO*92*ACME-001~N1*BY*BUYERCO RETAIL*92*BUY-777~IT1*1*1*EA*1000**VP*SKU-X~TDS*100000~CTT*1~SE*8*0001~GE*1*1144~IEA*1*000001144~";
+
+/// A structured CloudEvent carrying [`EXAMPLE_X12`].
+pub fn example_cloud_event() -> Value {
+    serde_json::json!({"specversion": "1.0", "id": "A234-1234-1234", "source": "/partners/acme/as2-gateway",
+        "type": "org.x12.invoice.810", "datacontenttype": "application/edi-x12", "data": EXAMPLE_X12})
+}
+
+/// A Pub/Sub push request carrying [`EXAMPLE_X12`].
+pub fn example_pubsub_push() -> Value {
+    serde_json::json!({"message": {"data": STANDARD.encode(EXAMPLE_X12), "attributes": {"partner": "acme"},
+        "messageId": "2070443601311540", "publishTime": "2026-12-03T10:00:00.123Z"},
+        "subscription": "projects/acme-edi/subscriptions/edi-inbox-push", "deliveryAttempt": 1})
+}
+
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|error| invalid(format!("not a valid {what}: {error}")))
 }
@@ -228,8 +245,8 @@ fn base64(data: &str, what: &str) -> Result<Bytes, ApiError> {
 }
 
 /// A structured-mode CloudEvent (CloudEvents 1.0 JSON format).
-#[derive(Deserialize)]
-struct CloudEvent {
+#[derive(Deserialize, ToSchema)]
+pub struct CloudEvent {
     specversion: String,
     id: String,
     source: String,
@@ -238,7 +255,10 @@ struct CloudEvent {
     subject: Option<String>,
     time: Option<String>,
     datacontenttype: Option<String>,
+    /// The interchange as a string.
+    #[schema(value_type = Option<String>)]
     data: Option<Value>,
+    /// The interchange, base64.
     data_base64: Option<String>,
 }
 
@@ -272,19 +292,21 @@ fn cloud_event(body: &[u8]) -> Result<Arrival, ApiError> {
 }
 
 /// A Pub/Sub push request body.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct PushRequest {
+pub struct PushRequest {
     message: PushMessage,
     subscription: String,
     delivery_attempt: Option<i64>,
 }
 
-#[derive(Deserialize)]
+/// A Pub/Sub message.
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct PushMessage {
+pub struct PushMessage {
     data: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Object)]
     attributes: Map<String, Value>,
     message_id: String,
     publish_time: Option<String>,
@@ -386,6 +408,24 @@ mod tests {
             Arrival::Interchange { body, transport, .. } => (body, transport),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_example_interchange_is_a_valid_invoice() {
+        let mut unwrapped = Vec::new();
+        let interchange =
+            crate::edi::parse(EXAMPLE_X12.as_bytes(), &mut unwrapped, crate::edi::Limits::default()).unwrap();
+        let documents = interchange.documents().unwrap();
+        assert!(documents[0].invoice.is_some());
+        let pushed = unwrap(
+            recognise(&headers(&[("content-type", "application/json")])).unwrap(),
+            Bytes::from(example_pubsub_push().to_string()),
+        );
+        assert_eq!(&interchange_of(pushed)[..], EXAMPLE_X12.as_bytes());
+    }
+
+    fn interchange_of(arrival: Result<Arrival, ApiError>) -> Bytes {
+        interchange(arrival.unwrap()).0
     }
 
     #[test]

@@ -39,13 +39,30 @@ use crate::store::{
 /// Set on every response that repeats the outcome of an earlier delivery.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-/// Receive an X12 or EDIFACT interchange (exactly once).
+/// Receive an X12 or EDIFACT interchange (exactly once), through any front door.
 ///
 /// The idempotency key is read from the envelope: sender qualifier and id plus the interchange
 /// control number (ISA05/ISA06 + ISA13, or UNB S002 + 0020). The first delivery of a key is recorded
 /// with its invoices in one transaction and answered 201 after COMMIT; every later delivery of the same
 /// content (even re-wrapped or with re-stamped envelope dates) is answered 200 with the original body
 /// and `Idempotent-Replayed: true`. A rejected (422) interchange replays its 422.
+///
+/// The doors, told apart by their headers; the key is always the EDI key, so the same interchange
+/// through two doors is one interchange, and each attempt's transport id is audited:
+/// - **raw**: the body is the interchange (`application/edi-x12`, `application/edifact`, …);
+/// - **CloudEvents binary mode**: a raw body with `ce-specversion: 1.0`, `ce-id`, `ce-source`, `ce-type`;
+/// - **CloudEvents structured mode**: `application/cloudevents+json`, the interchange in `data` (a
+///   string) or `data_base64`;
+/// - **Google Pub/Sub push**: `application/json`, the interchange base64 in `message.data`;
+/// - **AWS SNS**: `x-amz-sns-message-type` (the body is SNS's JSON whatever its `Content-Type`):
+///   a `Notification` carries the interchange in `Message`; `SubscriptionConfirmation` and
+///   `UnsubscribeConfirmation` are answered 200 and kept for an operator (`/v1/admin/sns-subscriptions`);
+/// - **AS2 gateway**: a raw body with `AS2-From` (checked against the partner's AS2 names, 403 otherwise),
+///   `AS2-To`, `Message-ID`, `Disposition-Notification-To`, `Original-Message-ID`;
+/// - **Standard Webhooks**: a raw body with `webhook-id`, `webhook-timestamp`, `webhook-signature`.
+///
+/// Partners whose conflict policy is `quarantine` get 202 (held) instead of 409 or 422; partners'
+/// naturally idempotent document types get 200 `bypassed`.
 #[utoipa::path(
     post,
     path = "/v1/interchanges",
@@ -55,31 +72,39 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body"),
         ("partner" = Option<String>, Query, min_length = 1,
             description = "The partner of a Standard Webhooks signed request (`webhook-id`, `webhook-timestamp`, `webhook-signature`)"),
+        ("x-amz-sns-message-type" = Option<String>, Header,
+            description = "SNS: `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`"),
+        ("ce-id" = Option<String>, Header, description = "CloudEvents binary mode (with `ce-specversion`, `ce-source`, `ce-type`)"),
+        ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
     ),
     security(("api_key" = []), ("standard_webhooks" = [])),
     request_body(
-        description = "The raw interchange. The standard is detected from ISA / UNA / UNB.",
+        description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
-            ("application/edi-x12"),
+            ("application/edi-x12", example = json!(doors::EXAMPLE_X12)),
             ("application/edifact"),
             ("application/edi-consent"),
-            ("text/plain"),
-            ("application/octet-stream")
+            ("text/plain", example = json!(doors::EXAMPLE_X12)),
+            ("application/octet-stream"),
+            (doors::CloudEvent = "application/cloudevents+json", example = json!(doors::example_cloud_event())),
+            (doors::PushRequest = "application/json", example = json!(doors::example_pubsub_push())),
         )
     ),
     responses(
         (status = 201, description = "First delivery: recorded and booked. With `Accept: application/edi-x12` or `application/edifact` the body is the acknowledgement (997/999/TA1 or CONTRL) instead",
             content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
             headers(("Location" = String, description = "URL of the interchange resource"))),
-        (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement)",
+        (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement). Also: a bypassed interchange (`BypassedResource`), and a kept SNS confirmation message (`SnsSubscription`)",
             content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
             headers(("Idempotent-Replayed" = String, description = "`true`"),
                 ("Content-Location" = String, description = "URL of the interchange resource"))),
-        (status = 400, description = "`malformed-interchange`: no idempotency key can be read; nothing stored",
+        (status = 202, description = "Quarantined (partners with `conflict_policy: quarantine`): a conflict or invalid interchange held for an operator; the same entry, with `Idempotent-Replayed: true`, on every redelivery",
+            body = Quarantined),
+        (status = 400, description = "`malformed-interchange`: no idempotency key can be read; `invalid-transport`: the push message or event around it is not valid; nothing stored",
             body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`unauthorized`: no valid API key or signature (partner authentication)",
+        (status = 401, description = "`unauthorized`: no valid API key (Bearer, or Basic with the key as password) or signature (partner authentication)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`forbidden-sender`: the interchange's sender or receiver is not the partner's, or the partner is suspended; nothing stored",
+        (status = 403, description = "`forbidden-sender`: the interchange's sender or receiver or the AS2 name is not the partner's, or the partner is suspended; nothing stored",
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
             body = Problem, content_type = "application/problem+json"),

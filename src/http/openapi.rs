@@ -6,11 +6,12 @@ use utoipa::OpenApi;
 #[derive(OpenApi)]
 #[openapi(
     modifiers(&Security),
+    components(schemas(crate::inbox::resource::BypassedResource)),
     info(
         title = "edi-inbox",
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\
 Errors are RFC 9457 `application/problem+json` documents whose `type` is one of the stable relative URIs \
-`/problems/malformed-interchange` (400), `/problems/invalid-request` (400), `/problems/not-found` (404), \
+`/problems/malformed-interchange` (400), `/problems/invalid-transport` (400), `/problems/invalid-request` (400), `/problems/not-found` (404), \
 `/problems/unauthorized` (401), `/problems/forbidden-sender` (403), `/problems/control-number-conflict` (409), \
 `/problems/already-exists` (409), `/problems/wrong-state` (409), `/problems/payload-too-large` (413), \
 `/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), `/problems/rate-limited` (429), \
@@ -21,14 +22,18 @@ or Standard Webhooks signature, and the read endpoints need the admin token; on 
 is asked.\n\n\
 With an accounting API configured (`EDI_INBOX_ACCOUNTING_URL`), every recorded invoice gets an outbox message in \
 the same transaction; a relay POSTs it to that API with an `Idempotency-Key` and shows the result on the invoice \
-(`accounting`). Dead messages are listed, retried and discarded under `/v1/admin/outbox`.",
+(`accounting`). Dead messages are listed, retried and discarded under `/v1/admin/outbox`.\n\n\
+Push brokers deliver as they already do: CloudEvents (binary and structured, with the webhook validation \
+handshake), Google Pub/Sub push, AWS SNS and AS2 gateways all POST to `/v1/interchanges`; the key stays the EDI key. \
+Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin/quarantine` and \
+`/v1/admin/sns-subscriptions`. `edi-inbox consume` reads the same interchanges from RabbitMQ or NATS JetStream.",
         license(name = "MIT OR Apache-2.0")
     ),
     tags(
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),
         (name = "invoices", description = "Invoices booked from processed interchanges"),
         (name = "operations", description = "Probes and metrics"),
-        (name = "admin", description = "Partner registry and accounting outbox (admin token)"),
+        (name = "admin", description = "Partner registry, accounting outbox, quarantine and SNS subscriptions (admin token)"),
     )
 )]
 pub struct ApiDoc;

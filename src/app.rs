@@ -128,6 +128,7 @@ pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result
             ("attempts", purged.attempts),
             ("refusals", purged.refusals),
             ("outbox_payloads", purged.outbox_payloads),
+            ("quarantine", purged.quarantine),
             ("interchanges", purged.interchanges),
         ] {
             metrics::counter!("edi_inbox_purged_rows_total", "kind" => kind).increment(rows);

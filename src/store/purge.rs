@@ -31,6 +31,8 @@ pub struct Purged {
     pub attempts: u64,
     pub refusals: u64,
     pub outbox_payloads: u64,
+    /// Quarantine entries an operator resolved (released or discarded); held ones stay.
+    pub quarantine: u64,
     pub interchanges: u64,
     /// Counted, not dropped.
     pub dry_run: bool,
@@ -66,6 +68,8 @@ const OUTBOX_PAYLOADS: Step = Step {
     filter: "payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1",
     set: Some("payload = NULL"),
 };
+const QUARANTINE: Step =
+    Step { table: "quarantine", filter: "status IN ('released', 'discarded') AND resolved_at < $1", set: None };
 const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None };
 
 impl Step {
@@ -139,6 +143,7 @@ macro_rules! run_all {
             attempts: run_step!($db, $conn, ATTEMPTS, time, run),
             refusals: run_step!($db, $conn, REFUSALS, time, run),
             outbox_payloads: run_step!($db, $conn, OUTBOX_PAYLOADS, time, run),
+            quarantine: run_step!($db, $conn, QUARANTINE, time, run),
             interchanges: match run.keys_before {
                 Some(before) => run_step!($db, $conn, INTERCHANGES, Horizon::Id(first_id_at(before)), run),
                 None => 0,

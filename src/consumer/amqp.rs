@@ -2,18 +2,16 @@
 //! it (`{queue}.dead`, through the default exchange), manual acknowledgements, and a prefetch of
 //! `--prefetch` messages processed at once (the store commits them in groups).
 
-use std::sync::Arc;
-
 use futures_util::StreamExt;
+use lapin::message::Delivery;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions, BasicRejectOptions,
     QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Connection, ConnectionProperties};
-use tokio::sync::Semaphore;
 
-use super::{Ingest, QueuedMessage};
+use super::{Ingest, QueuedMessage, dispatch, unsettled};
 use crate::config::ConsumeConfig;
 use crate::http::interchanges::Settlement;
 use crate::inbox::transport::{Door, Transport};
@@ -36,7 +34,7 @@ pub async fn run(
     arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead.as_str().into()));
     channel.queue_declare(config.queue.as_str().into(), QueueDeclareOptions::durable(), arguments).await?;
     channel.basic_qos(config.prefetch, BasicQosOptions::default()).await?;
-    let mut deliveries = channel
+    let deliveries = channel
         .basic_consume(
             config.queue.as_str().into(),
             config.durable.as_str().into(),
@@ -45,18 +43,12 @@ pub async fn run(
         )
         .await?;
     tracing::info!(queue = %config.queue, dead_letters = %dead, "consuming from RabbitMQ");
-    let slots = Arc::new(Semaphore::new(usize::from(config.prefetch)));
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let delivery = tokio::select! {
-            _ = &mut stop => break,
-            delivery = deliveries.next() => delivery,
-        };
-        let Some(delivery) = delivery else { return Err("the RabbitMQ consumer was cancelled".into()) };
-        let delivery = delivery?;
-        let slot = Arc::clone(&slots).acquire_owned().await?;
+    let deliveries = deliveries.filter_map(|delivery| async move {
+        delivery.map_err(|error| tracing::warn!(%error, "RabbitMQ delivery failed")).ok()
+    });
+    let settle = |delivery: Delivery| {
         let ingest = ingest.clone();
-        tokio::spawn(async move {
+        async move {
             let message = QueuedMessage {
                 body: delivery.data.into(),
                 content_type: delivery.properties.content_type().as_ref().map(ShortString::to_string),
@@ -69,9 +61,8 @@ pub async fn run(
                 .with("redelivered", Some(delivery.redelivered))
                 .with("app_id", delivery.properties.app_id().as_ref().map(ShortString::to_string)),
             };
-            let settlement = ingest.handle(message).await;
             let acker = delivery.acker;
-            let settled = match settlement {
+            let settled = match ingest.handle(message).await {
                 Settlement::Ack => acker.ack(BasicAckOptions::default()).await,
                 Settlement::DeadLetter => acker.reject(BasicRejectOptions { requeue: false }).await,
                 Settlement::Retry => {
@@ -80,13 +71,11 @@ pub async fn run(
                 }
             };
             if let Err(error) = settled {
-                tracing::warn!(%error, "the broker did not take the acknowledgement; it will redeliver");
+                unsettled(error);
             }
-            drop(slot);
-        });
-    }
-    // Settle what is in flight before closing the channel.
-    let _all = slots.acquire_many(u32::from(config.prefetch)).await?;
+        }
+    };
+    dispatch(Box::pin(deliveries), config.prefetch, stop, settle).await?;
     connection.close(200, "edi-inbox stopping".into()).await?;
     Ok(())
 }

@@ -77,6 +77,45 @@ fn crash_point(name: &str) {
     }
 }
 
+/// Settles each message of `messages` on a task of its own, at most `prefetch` at once, until
+/// `stop` resolves (then waits for those in flight) or the broker ends the stream (an error: the
+/// process exits and its supervisor restarts it; unacknowledged messages are redelivered).
+async fn dispatch<M, S, F, Fut>(
+    mut messages: S,
+    prefetch: u16,
+    stop: impl Future<Output = ()>,
+    settle: F,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: futures_util::Stream<Item = M> + Unpin,
+    F: Fn(M) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    use futures_util::StreamExt;
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(usize::from(prefetch)));
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let message = tokio::select! {
+            _ = &mut stop => break,
+            message = messages.next() => message,
+        };
+        let Some(message) = message else { return Err("the broker ended the subscription".into()) };
+        let slot = std::sync::Arc::clone(&slots).acquire_owned().await?;
+        let settling = settle(message);
+        tokio::spawn(async move {
+            settling.await;
+            drop(slot);
+        });
+    }
+    let _all = slots.acquire_many(u32::from(prefetch)).await?;
+    Ok(())
+}
+
+/// Logs an acknowledgement the broker did not take: it will redeliver the message (a replay).
+fn unsettled(error: impl std::fmt::Display) {
+    tracing::warn!(%error, "the broker did not take the acknowledgement; it will redeliver");
+}
+
 /// Consumes from the broker `--from` names until `stop` resolves, then settles what is in flight.
 pub async fn run(
     ingest: Ingest,

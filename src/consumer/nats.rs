@@ -3,14 +3,12 @@
 //! A message that can never succeed is terminated (`+TERM`: kept in the stream, never redelivered);
 //! a transient failure is `NAK`ed with the backoff as its delay.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer::pull};
 use futures_util::StreamExt;
-use tokio::sync::Semaphore;
 
-use super::{Ingest, QueuedMessage};
+use super::{Ingest, QueuedMessage, dispatch, unsettled};
 use crate::config::ConsumeConfig;
 use crate::http::interchanges::Settlement;
 use crate::inbox::transport::{Door, Transport};
@@ -48,25 +46,12 @@ pub async fn run(
         .await?;
     tracing::info!(stream = %config.queue, subject = %config.subject, durable = %config.durable,
         "consuming from NATS JetStream");
-    let mut messages = consumer;
-    let slots = Arc::new(Semaphore::new(usize::from(config.prefetch)));
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let message = tokio::select! {
-            _ = &mut stop => break,
-            message = messages.next() => message,
-        };
-        let Some(message) = message else { return Err("the JetStream consumer ended".into()) };
-        let message = match message {
-            Ok(message) => message,
-            Err(error) => {
-                tracing::warn!(%error, "JetStream pull failed; pulling again");
-                continue;
-            }
-        };
-        let slot = Arc::clone(&slots).acquire_owned().await?;
+    let messages = consumer.filter_map(|message| async move {
+        message.map_err(|error| tracing::warn!(%error, "JetStream pull failed; pulling again")).ok()
+    });
+    let settle = |message: jetstream::Message| {
         let ingest = ingest.clone();
-        tokio::spawn(async move {
+        async move {
             let header =
                 |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
             let (transport, delivered) = match message.info() {
@@ -93,13 +78,11 @@ pub async fn run(
                 Settlement::Retry => AckKind::Nak(Some(backoff(ingest.backoff, delivered))),
             };
             if let Err(error) = message.ack_with(kind).await {
-                tracing::warn!(%error, "the broker did not take the acknowledgement; it will redeliver");
+                unsettled(error);
             }
-            drop(slot);
-        });
-    }
-    let _all = slots.acquire_many(u32::from(config.prefetch)).await?;
-    Ok(())
+        }
+    };
+    dispatch(Box::pin(messages), config.prefetch, stop, settle).await
 }
 
 /// The redelivery delay after `delivered` attempts: doubling from `base`, at most 64 times it.

@@ -68,8 +68,11 @@ const OUTBOX_PAYLOADS: Step = Step {
     filter: "payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1",
     set: Some("payload = NULL"),
 };
-const QUARANTINE: Step =
-    Step { table: "quarantine", filter: "status IN ('released', 'discarded') AND resolved_at < $1", set: None };
+const QUARANTINE: Step = Step {
+    table: "quarantine",
+    filter: "status IN ('released', 'discarded') AND resolved_at < $1",
+    set: None,
+};
 const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None };
 
 impl Step {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Consumer benchmark, one run, fresh PostgreSQL databases, release build:
+#   * HTTP ingest: the server driven by examples/load.rs for SECONDS at 64 clients, unique
+#     interchanges (201s) and one interchange again and again (200 replays);
+#   * `edi-inbox consume` from RabbitMQ and from NATS JetStream (examples/consume.rs): COUNT unique
+#     interchanges, then one interchange COUNT times (each after the first a redelivery: a replay),
+#     timed from the consumer's start until every message is audited.
+# One JSON line per figure. Usage: bench/consume.sh [COUNT] [SECONDS]   (defaults: 20000, 10)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-20000}
+seconds=${2:-10}
+admin=${EDI_INBOX_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
+server_url=${admin%/*}
+scripts/postgres-up
+cargo build --quiet --release --bin edi-inbox --example load --example consume
+work=$(mktemp -d)
+server=
+trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+source scripts/start-server.sh
+fresh_pg() {
+  psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>/dev/null
+}
+
+for mode in unique replay; do
+  fresh_pg edi_inbox_bench_http
+  start_server "$work/server.log" target/release/edi-inbox --database-url "$server_url/edi_inbox_bench_http" --auth open
+  rate=$(target/release/examples/load "http://$address" 64 "$seconds" "$mode" | awk '{ print $6 }')
+  kill "$server"; wait "$server" 2>/dev/null || true; server=
+  echo "{\"http\":\"64 clients\",\"messages\":\"$mode\",\"per_second\":${rate:-0}}"
+done
+for broker in amqp://guest:guest@127.0.0.1:5672/%2f nats://127.0.0.1:4222; do
+  for mode in unique redelivered; do
+    fresh_pg edi_inbox_bench_consume
+    target/release/examples/consume target/release/edi-inbox "$server_url/edi_inbox_bench_consume" "$broker" "$count" "$mode"
+  done
+done

@@ -117,9 +117,15 @@ async fn publish_nats(url: &str, stream: &str, bodies: impl Iterator<Item = Vec<
         ..Default::default()
     };
     context.get_or_create_stream(config).await.expect("stream");
+    // The client bounds the acknowledgements in flight: wait for them a thousand at a time.
     let mut acks = Vec::new();
     for body in bodies {
         acks.push(context.publish(subject.clone(), body.into()).await.expect("publish"));
+        if acks.len() == 1000 {
+            for ack in acks.drain(..) {
+                ack.await.expect("stored");
+            }
+        }
     }
     for ack in acks {
         ack.await.expect("stored");

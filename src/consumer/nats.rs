@@ -89,3 +89,16 @@ pub async fn run(
 fn backoff(base: Duration, delivered: i64) -> Duration {
     base.saturating_mul(1 << delivered.clamp(1, 7).saturating_sub(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redelivery_delays_double_up_to_a_bound() {
+        let base = Duration::from_millis(100);
+        let delays: Vec<u64> =
+            [0, 1, 2, 3, 7, 50].iter().map(|n| backoff(base, *n).as_millis() as u64).collect();
+        assert_eq!(delays, [100, 100, 200, 400, 6400, 6400]);
+    }
+}

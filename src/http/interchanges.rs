@@ -899,3 +899,27 @@ pub async fn list_interchanges(
     };
     Ok(Json(ctx.store.interchanges(&filter).await?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_retries_only_what_may_succeed_later() {
+        for (status, expected) in [
+            (StatusCode::CREATED, Settlement::Ack),
+            (StatusCode::OK, Settlement::Ack),
+            (StatusCode::ACCEPTED, Settlement::Ack),
+            (StatusCode::UNPROCESSABLE_ENTITY, Settlement::Ack),
+            (StatusCode::BAD_REQUEST, Settlement::DeadLetter),
+            (StatusCode::FORBIDDEN, Settlement::DeadLetter),
+            (StatusCode::CONFLICT, Settlement::DeadLetter),
+            (StatusCode::PAYLOAD_TOO_LARGE, Settlement::DeadLetter),
+            (StatusCode::TOO_MANY_REQUESTS, Settlement::Retry),
+            (StatusCode::SERVICE_UNAVAILABLE, Settlement::Retry),
+            (StatusCode::INTERNAL_SERVER_ERROR, Settlement::Retry),
+        ] {
+            assert_eq!(settlement(status), expected, "{status}");
+        }
+    }
+}

@@ -64,7 +64,9 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             store.close().await;
         }
         Command::Consume(consume) => {
+            let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
+            let purger = tokio::spawn(app::purge_periodically(store.clone(), retention));
             let partner_auth = cli.server.partner_auth()?;
             let ctx = http::ApiContext::new(
                 store.clone(),
@@ -84,6 +86,7 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             if let Some(relaying) = relaying {
                 relaying.await?;
             }
+            purger.abort();
             store.close().await;
         }
         Command::Export => {

@@ -174,6 +174,27 @@ async fn a_rabbitmq_consumer_killed_between_commit_and_ack_books_once(backend: B
     db.remove().await;
 }
 
+/// A suspended partner's messages are dead letters, not booked; its policies apply to the messages
+/// whose envelope names its sender identity.
+async fn a_suspended_partners_messages_are_dead_letters(backend: Backend) {
+    let db = migrated(backend).await;
+    for args in [
+        &["partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY"][..],
+        &["partner", "suspend", "acme"][..],
+    ] {
+        let output = process::command(&db.url, args).output().expect("edi-inbox partner");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    publish_amqp(&queue, &[fixture("x12/810-single.edi")]).await;
+    let consumer = consume(&db, AMQP, &queue, false);
+    settles("the message is a dead letter", 1, async || waiting(&format!("{queue}.dead")).await).await;
+    assert_eq!(invoices(&db).await, 0, "{}", consumer.log());
+    drop(consumer);
+    db.remove().await;
+}
+
 async fn jetstream(stream: &str) -> (jetstream::Context, jetstream::stream::Stream) {
     let client = async_nats::connect(NATS).await.unwrap_or_else(|e| {
         panic!("NATS with JetStream is required at {NATS} for these tests (start nats-server -js): {e}")
@@ -251,6 +272,7 @@ async fn a_jetstream_consumer_killed_between_commit_and_ack_books_once(backend: 
 
 both_backends!(
     rabbitmq_books_each_interchange_once_and_dead_letters_the_rest,
+    a_suspended_partners_messages_are_dead_letters,
     a_rabbitmq_consumer_killed_between_commit_and_ack_books_once,
     jetstream_books_each_interchange_once_and_terminates_the_rest,
     a_jetstream_consumer_killed_between_commit_and_ack_books_once,

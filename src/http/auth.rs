@@ -92,7 +92,7 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
 }
 
 /// A proven partner may deliver unless suspended (which only a proven caller learns).
-fn active(partner: Arc<Partner>) -> Result<Arc<Partner>, ApiError> {
+pub fn active(partner: Arc<Partner>) -> Result<Arc<Partner>, ApiError> {
     match partner.status {
         PartnerStatus::Active => Ok(partner),
         PartnerStatus::Suspended => Err(ApiError::Forbidden(format!("partner {} is suspended", partner.id))),

@@ -404,14 +404,14 @@ async fn prepare(
         let partner = match partner {
             PartnerOf::Caller(partner) => partner,
             PartnerOf::Sender(directory) => {
-                let found = directory.by_sender(&inbox::key(&interchange.envelope).source).cloned();
-                if partner_auth && found.is_none() {
-                    return Err(ApiError::Forbidden(format!(
-                        "no partner sends as {}",
-                        inbox::key(&interchange.envelope).source
-                    )));
+                let sender = inbox::key(&interchange.envelope).source;
+                match directory.by_sender(&sender) {
+                    Some(partner) => Some(auth::active(Arc::clone(partner))?),
+                    None if partner_auth => {
+                        return Err(ApiError::Forbidden(format!("no partner sends as {sender}")));
+                    }
+                    None => None,
                 }
-                found
             }
         };
         auth::check_sender(&metrics, partner.as_deref(), &interchange.envelope)?;

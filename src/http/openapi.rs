@@ -86,6 +86,7 @@ pub fn declare_unauthorized(
             (Method::PUT, &mut item.put),
             (Method::POST, &mut item.post),
             (Method::DELETE, &mut item.delete),
+            (Method::OPTIONS, &mut item.options),
         ];
         for (method, operation) in operations {
             if let Some(operation) = operation.as_mut().filter(|_| guarded(&method, path)) {

@@ -195,6 +195,79 @@ async fn a_suspended_partners_messages_are_dead_letters(backend: Backend) {
     db.remove().await;
 }
 
+/// A TCP relay to PostgreSQL that can be cut: every connection closed and new ones refused.
+struct Relay {
+    port: u16,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    cut: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Relay {
+    async fn start(upstream: std::net::SocketAddr) -> Relay {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let cut = std::sync::Arc::new(tokio::sync::Notify::new());
+        let (up_flag, cut_signal) = (up.clone(), cut.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !up_flag.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is closed at once
+                }
+                let cut_signal = cut_signal.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut_signal.notified() => {}
+                    }
+                });
+            }
+        });
+        Relay { port, up, cut }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.cut.notify_waiters();
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// PostgreSQL unreachable while messages arrive: they are sent back to the queue (nack with
+/// requeue after the backoff) rather than acked or dead-lettered, and once the database is back
+/// each is booked once.
+async fn a_database_outage_sends_messages_back_until_it_ends(backend: Backend) {
+    let db = migrated(backend).await;
+    let relay = Relay::start("127.0.0.1:5432".parse().unwrap()).await;
+    let relayed = db.url.replace("127.0.0.1:5432", &format!("127.0.0.1:{}", relay.port));
+    assert_ne!(relayed, db.url, "the test database is on 127.0.0.1:5432");
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    let args =
+        ["consume", "--from", AMQP, "--queue", &queue, "--retry-backoff-ms", "200", "--db-timeout", "1"];
+    let consumer = Process::start(process::command(&relayed, &args), false);
+    publish_amqp(&queue, &[numbered(1)]).await;
+    settles("booked while the database is up", 1, async || invoices(&db).await).await;
+    relay.cut();
+    publish_amqp(&queue, &[numbered(2), numbered(3)]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(invoices(&db).await, 1, "nothing booked during the outage");
+    assert_eq!(waiting(&format!("{queue}.dead")).await, 0, "nothing dead-lettered during the outage");
+    relay.restore();
+    settles("booked once the database is back", 3, async || invoices(&db).await).await;
+    settles("the queue is drained", 0, async || waiting(&queue).await).await;
+    let redelivered = "SELECT COUNT(*) FROM deliveries WHERE transport LIKE '%\"redelivered\":true%'";
+    assert_eq!(count(&db.url, redelivered).await, 2, "{}", consumer.log());
+    assert_eq!(waiting(&format!("{queue}.dead")).await, 0);
+    drop(consumer);
+    db.remove().await;
+}
+
 async fn jetstream(stream: &str) -> (jetstream::Context, jetstream::stream::Stream) {
     let client = async_nats::connect(NATS).await.unwrap_or_else(|e| {
         panic!("NATS with JetStream is required at {NATS} for these tests (start nats-server -js): {e}")
@@ -268,6 +341,11 @@ async fn a_jetstream_consumer_killed_between_commit_and_ack_books_once(backend: 
     drop(consumer);
     remove_stream(&stream).await;
     db.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_outage_sends_messages_back_until_it_ends_on_postgres() {
+    a_database_outage_sends_messages_back_until_it_ends(Backend::Postgres).await;
 }
 
 both_backends!(

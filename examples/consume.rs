@@ -9,8 +9,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
-use lapin::types::{AMQPValue, FieldTable};
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 
 const SAMPLE: &str = include_str!("../tests/fixtures/x12/810-single.edi");
@@ -83,15 +82,7 @@ async fn publish_amqp(url: &str, queue: &str, bodies: impl Iterator<Item = Vec<u
     let connection = Connection::connect(url, ConnectionProperties::default()).await.expect("RabbitMQ");
     let channel = connection.create_channel().await.expect("channel");
     channel.confirm_select(ConfirmSelectOptions::default()).await.expect("confirms");
-    let dead = format!("{queue}.dead");
-    channel
-        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
-        .await
-        .expect("dead");
-    let mut arguments = FieldTable::default();
-    arguments.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
-    arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead.as_str().into()));
-    channel.queue_declare(queue.into(), QueueDeclareOptions::durable(), arguments).await.expect("queue");
+    edi_inbox::consumer::amqp::declare(&channel, queue).await.expect("queues");
     let mut confirms = Vec::new();
     for body in bodies {
         let properties = BasicProperties::default().with_content_type("application/edi-x12".into());

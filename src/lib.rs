@@ -40,6 +40,15 @@ macro_rules! text_enum {
     };
 }
 
+/// A test hook: the process aborts here when `EDI_INBOX_CRASH_AT` names this point, as a crash or
+/// SIGKILL would stop it (no destructor, no flush). Unset in production.
+pub fn crash_point(name: &str) {
+    if std::env::var_os("EDI_INBOX_CRASH_AT").is_some_and(|at| at == name) {
+        eprintln!("edi-inbox: crashing at {name} (EDI_INBOX_CRASH_AT)");
+        std::process::abort();
+    }
+}
+
 pub mod accounting;
 pub mod app;
 pub mod config;

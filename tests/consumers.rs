@@ -114,18 +114,7 @@ async fn settles<T: PartialEq + std::fmt::Debug>(what: &str, want: T, probe: imp
 async fn declare_amqp(queue: &str) {
     let connection = amqp().await;
     let channel = connection.create_channel().await.unwrap();
-    let dead = format!("{queue}.dead");
-    channel
-        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
-        .await
-        .unwrap();
-    let mut arguments = FieldTable::default();
-    arguments.insert("x-dead-letter-exchange".into(), lapin::types::AMQPValue::LongString("".into()));
-    arguments.insert(
-        "x-dead-letter-routing-key".into(),
-        lapin::types::AMQPValue::LongString(dead.as_str().into()),
-    );
-    channel.queue_declare(queue.into(), QueueDeclareOptions::durable(), arguments).await.unwrap();
+    edi_inbox::consumer::amqp::declare(&channel, queue).await.unwrap();
     let _ = connection.close(200, "declared".into()).await;
 }
 

@@ -93,7 +93,7 @@ async fn write(store: &Store, dir: &Path, export: &Export) -> Result<(), ExportE
     let (text, lines) = csv::render(&invoices);
     let sha256 = format!("{:x}", Sha256::digest(text.as_bytes()));
     put_file(dir, &export.file_name, text.into_bytes()).await?;
-    crash_point("export-before-confirm");
+    crate::crash_point("export-before-confirm");
     store.finish_export(export, lines, &sha256, Utc::now()).await?;
     tracing::info!(file = export.file_name, invoices = export.invoices, lines, "accounting file written");
     Ok(())
@@ -137,17 +137,8 @@ fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError>
     let mut file = std::fs::File::create_new(&temporary).map_err(io)?;
     file.write_all(bytes).and_then(|()| file.sync_all()).map_err(io)?;
     drop(file);
-    crash_point("export-before-rename");
+    crate::crash_point("export-before-rename");
     std::fs::rename(&temporary, dir.join(name)).map_err(io)?;
     std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
     Ok(())
-}
-
-/// A test hook: the process aborts here when `EDI_INBOX_CRASH_AT` names this point, as a crash or
-/// SIGKILL would stop it (no destructor, no flush). Unset in production.
-fn crash_point(name: &str) {
-    if std::env::var_os("EDI_INBOX_CRASH_AT").is_some_and(|at| at == name) {
-        eprintln!("edi-inbox: crashing at {name} (EDI_INBOX_CRASH_AT)");
-        std::process::abort();
-    }
 }

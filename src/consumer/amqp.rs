@@ -9,12 +9,27 @@ use lapin::options::{
     QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{Connection, ConnectionProperties};
+use lapin::{Channel, Connection, ConnectionProperties};
 
 use super::{Ingest, QueuedMessage, dispatch, unsettled};
 use crate::config::ConsumeConfig;
 use crate::http::interchanges::Settlement;
 use crate::inbox::transport::{Door, Transport};
+
+/// Declares `queue` durable with its dead-letter queue `{queue}.dead` (through the default
+/// exchange), as the consumer expects them; returns the dead-letter queue's name. Publishers that
+/// start first declare them the same way.
+pub async fn declare(channel: &Channel, queue: &str) -> Result<String, lapin::Error> {
+    let dead = format!("{queue}.dead");
+    channel
+        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
+        .await?;
+    let mut arguments = FieldTable::default();
+    arguments.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
+    arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead.as_str().into()));
+    channel.queue_declare(queue.into(), QueueDeclareOptions::durable(), arguments).await?;
+    Ok(dead)
+}
 
 /// Declares the queue and its dead-letter queue; consumes until `stop`.
 pub async fn run(
@@ -25,14 +40,7 @@ pub async fn run(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
     let channel = connection.create_channel().await?;
-    let dead = format!("{}.dead", config.queue);
-    channel
-        .queue_declare(dead.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
-        .await?;
-    let mut arguments = FieldTable::default();
-    arguments.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
-    arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead.as_str().into()));
-    channel.queue_declare(config.queue.as_str().into(), QueueDeclareOptions::durable(), arguments).await?;
+    let dead = declare(&channel, &config.queue).await?;
     channel.basic_qos(config.prefetch, BasicQosOptions::default()).await?;
     let deliveries = channel
         .basic_consume(

@@ -63,17 +63,9 @@ impl Ingest {
         };
         let response = interchanges::conclude(&self.ctx, result, &facts, None, received_at, started);
         let settlement = interchanges::settlement(response.status());
-        crash_point("consume-before-ack");
+        // A crash here, after COMMIT and before the broker hears of it, makes the broker redeliver.
+        crate::crash_point("consume-before-ack");
         settlement
-    }
-}
-
-/// A test hook: the process aborts here when `EDI_INBOX_CRASH_AT` names this point, as a crash
-/// between COMMIT and the broker's acknowledgement would.
-fn crash_point(name: &str) {
-    if std::env::var_os("EDI_INBOX_CRASH_AT").is_some_and(|at| at == name) {
-        eprintln!("edi-inbox: crashing at {name} (EDI_INBOX_CRASH_AT)");
-        std::process::abort();
     }
 }
 

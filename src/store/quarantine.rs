@@ -42,7 +42,9 @@ pub struct QuarantineFilter {
 }
 
 #[derive(sqlx::FromRow)]
-struct StoredPayload {
+struct HeldRow {
+    #[sqlx(flatten)]
+    entry: Quarantined,
     payload: Vec<u8>,
     content_type: Option<String>,
 }
@@ -101,16 +103,12 @@ impl Store {
 
     /// One held delivery with its payload.
     pub async fn held(&self, id: Uuid) -> Result<Option<HeldPayload>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM quarantine WHERE id = $1");
-        const PAYLOAD: &str = "SELECT payload, content_type FROM quarantine WHERE id = $1";
-        let (entry, payload): (Option<Quarantined>, Option<StoredPayload>) = on_pool!(self, pool => (
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?,
-            sqlx::query_as(PAYLOAD).bind(id).fetch_optional(pool).await?,
-        ));
-        Ok(entry.zip(payload).map(|(entry, stored)| HeldPayload {
-            entry: answered(entry),
-            payload: Bytes::from(stored.payload),
-            content_type: stored.content_type,
+        let sql = format!("SELECT {COLUMNS}, payload, content_type FROM quarantine WHERE id = $1");
+        let row: Option<HeldRow> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?);
+        Ok(row.map(|row| HeldPayload {
+            entry: answered(row.entry),
+            payload: Bytes::from(row.payload),
+            content_type: row.content_type,
         }))
     }
 

@@ -172,6 +172,10 @@ pub struct ServerConfig {
     /// `WebHook-Request-Origin`), comma-separated; `*` allows any. None by default.
     #[arg(long, env = "EDI_INBOX_WEBHOOK_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]
     pub webhook_allowed_origins: Vec<String>,
+    /// The AS2 names this service receives as, comma-separated: when set, an AS2 delivery's
+    /// `AS2-To` must be one of them (403 otherwise). None by default: `AS2-To` is only recorded.
+    #[arg(long, env = "EDI_INBOX_AS2_RECEIVER_IDS", value_delimiter = ',', global = true)]
+    pub as2_receiver_ids: Vec<String>,
     /// Requests per minute a partner may make, unless its own limit says otherwise.
     #[arg(long, env = "EDI_INBOX_RATE_LIMIT", default_value_t = 600, global = true)]
     pub rate_limit: u32,

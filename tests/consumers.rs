@@ -32,7 +32,7 @@ fn messages() -> Vec<Vec<u8>> {
 
 async fn amqp() -> Connection {
     Connection::connect(AMQP, ConnectionProperties::default()).await.unwrap_or_else(|e| {
-        panic!("RabbitMQ is required at {AMQP} for these tests (start rabbitmq-server): {e}")
+        panic!("RabbitMQ is required at {AMQP} for these tests (scripts/brokers-up starts it): {e}")
     })
 }
 
@@ -259,7 +259,9 @@ async fn a_database_outage_sends_messages_back_until_it_ends(backend: Backend) {
 
 async fn jetstream(stream: &str) -> (jetstream::Context, jetstream::stream::Stream) {
     let client = async_nats::connect(NATS).await.unwrap_or_else(|e| {
-        panic!("NATS with JetStream is required at {NATS} for these tests (start nats-server -js): {e}")
+        panic!(
+            "NATS with JetStream is required at {NATS} for these tests (scripts/brokers-up starts it): {e}"
+        )
     });
     let context = jetstream::new(client);
     let config = jetstream::stream::Config {

@@ -259,35 +259,43 @@ async fn the_webhook_handshake_allows_configured_origins(backend: Backend) {
     h.finish().await;
 }
 
-/// An AS2 delivery must name one of its partner's AS2 names in `AS2-From` (403 otherwise, nothing
-/// stored); the AS2 headers are kept with the attempt.
+/// An AS2 delivery must name one of its partner's AS2 names in `AS2-From` and, with
+/// `--as2-receiver-ids`, one of ours in `AS2-To` (403 otherwise, nothing stored); the AS2 headers
+/// are kept with the attempt.
 async fn as2_names_are_checked_against_the_partner(backend: Backend) {
-    let h = Harness::with_server(backend, secured()).await;
+    let server = ServerConfig { as2_receiver_ids: vec!["BUYERCO-AS2".into()], ..secured() };
+    let h = Harness::with_server(backend, server).await;
     let acme = register(
         &h,
         json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME-AS2"]}),
     )
     .await;
-    let as2 = |from: &'static str, body: Vec<u8>| {
+    let as2 = |from: &'static str, to: Option<&'static str>, body: Vec<u8>| {
         let (h, key) = (&h, acme.api_key.clone());
         async move {
-            Reply::send(
-                h.app
-                    .client
-                    .post(h.app.url("/v1/interchanges"))
-                    .bearer_auth(key)
-                    .header("content-type", "application/edi-x12")
-                    .header("as2-from", from)
-                    .header("as2-to", "BUYERCO")
-                    .header("message-id", format!("<{from}@gateway>"))
-                    .body(body),
-            )
-            .await
+            let request = h
+                .app
+                .client
+                .post(h.app.url("/v1/interchanges"))
+                .bearer_auth(key)
+                .header("content-type", "application/edi-x12")
+                .header("as2-from", from)
+                .header("message-id", format!("<{from}@gateway>"));
+            let request = match to {
+                Some(to) => request.header("as2-to", to),
+                None => request,
+            };
+            Reply::send(request.body(body)).await
         }
     };
-    let refused = as2("GLOBEX-AS2", numbered(1)).await;
+    let refused = as2("GLOBEX-AS2", Some("BUYERCO-AS2"), numbered(1)).await;
     refused.assert_problem(403, "forbidden-sender");
-    let accepted = as2("ACME-AS2", numbered(1)).await;
+    for to in [Some("OTHERCO-AS2"), Some("buyerco-as2"), None] {
+        let misaddressed = as2("ACME-AS2", to, numbered(1)).await;
+        misaddressed.assert_problem(403, "forbidden-sender");
+        assert!(misaddressed.text.contains("does not receive as AS2 name"), "{}", misaddressed.text);
+    }
+    let accepted = as2("ACME-AS2", Some("BUYERCO-AS2"), numbered(1)).await;
     assert_eq!(accepted.status, 201, "{}", accepted.text);
     let rows = deliveries(&h, accepted.json()["id"].as_str().unwrap()).await;
     assert_eq!(

@@ -172,15 +172,23 @@ pub fn check_sender(
 }
 
 /// An AS2 delivery's `AS2-From` must be one of the partner's registered AS2 names (a gateway
-/// forwarding for another partner, or a spoofed header, gets 403).
+/// forwarding for another partner, or a spoofed header, gets 403), and its `AS2-To` one of this
+/// service's own (`--as2-receiver-ids`, when set: a message addressed to another station gets 403).
+/// AS2 names compare exactly, as RFC 4130 has them case-sensitive.
 pub fn check_as2(ctx: &ApiContext, partner: &Partner, transport: &Transport) -> Result<(), ApiError> {
-    let Some((from, _)) = super::doors::as2_names(transport) else { return Ok(()) };
-    if partner.as2_ids.iter().any(|id| id == from) {
+    let Some((from, to)) = super::doors::as2_names(transport) else { return Ok(()) };
+    let refusal = if !partner.as2_ids.iter().any(|id| id == from) {
+        format!("partner {} does not send as AS2 name {from:?}", partner.id)
+    } else if !ctx.as2_receiver_ids.is_empty()
+        && !to.is_some_and(|to| ctx.as2_receiver_ids.iter().any(|id| id == to))
+    {
+        format!("this service does not receive as AS2 name {:?}", to.unwrap_or_default())
+    } else {
         return Ok(());
-    }
+    };
     ctx.metrics.security_event("wrong-as2-id");
-    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, "AS2 delivery refused");
-    Err(ApiError::Forbidden(format!("partner {} does not send as AS2 name {from:?}", partner.id)))
+    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, as2_to = ?to, "AS2 delivery refused");
+    Err(ApiError::Forbidden(refusal))
 }
 
 /// Whether a request needs the admin token: `/v1/admin/…` always; with partner authentication also

@@ -63,6 +63,8 @@ pub struct ApiContext {
     pub book_with_accounting: bool,
     /// Origins the CloudEvents webhook validation handshake allows.
     pub webhook_allowed_origins: Arc<[String]>,
+    /// The AS2 names an AS2 delivery's `AS2-To` must be one of (none: not checked).
+    pub as2_receiver_ids: Arc<[String]>,
 }
 
 impl ApiContext {
@@ -96,6 +98,7 @@ impl ApiContext {
                 .iter()
                 .map(|o| o.trim().to_owned())
                 .collect(),
+            as2_receiver_ids: server.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
         }
     }
 }

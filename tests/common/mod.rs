@@ -108,6 +108,7 @@ pub fn server_config() -> ServerConfig {
         allow_open_on_network: false,
         admin_token: None,
         webhook_allowed_origins: Vec::new(),
+        as2_receiver_ids: Vec::new(),
         rate_limit: 600,
         max_in_flight: 256,
         max_unproven_in_flight: 16,

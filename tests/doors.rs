@@ -163,6 +163,54 @@ async fn a_transport_id_reused_for_another_interchange_is_flagged(backend: Backe
     h.finish().await;
 }
 
+/// Two first deliveries that share a transport id and commit in one group commit: the later one
+/// is flagged too, though the claim statement cannot see the rows it writes itself. A lock on the
+/// audit table holds the writer on a third delivery while the two queue up behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_transport_id_reused_within_one_group_commit_is_flagged() {
+    use sqlx::Connection;
+    let h = Harness::start(Backend::Postgres).await;
+    let mut locker = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN; LOCK TABLE deliveries IN SHARE MODE").execute(&mut locker).await.unwrap();
+    let post = |message_id: &'static str, n: u32| {
+        let (client, url) = (h.app.client.clone(), h.app.url("/v1/interchanges"));
+        tokio::spawn(async move {
+            Reply::send(
+                client
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(pubsub(message_id, &numbered(n)).to_string()),
+            )
+            .await
+        })
+    };
+    let blocker = post("m-0", 1);
+    let waiting = common::eventually(
+        async || {
+            common::count(&h.db.url, "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+                .await
+        },
+        |waiting| *waiting == 1,
+    )
+    .await;
+    assert_eq!(waiting, 1, "the writer waits for the lock");
+    let pair = [post("m-1", 2), post("m-1", 3)];
+    // Both requests are parsed and queued long before this; the writer then takes them together.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    sqlx::raw_sql("ROLLBACK").execute(&mut locker).await.unwrap();
+    assert_eq!(blocker.await.unwrap().status, 201);
+    let mut flags = Vec::new();
+    for reply in pair {
+        let reply = reply.await.unwrap();
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        let rows = deliveries(&h, reply.json()["id"].as_str().unwrap()).await;
+        flags.push(rows[0]["transport_reused"].as_bool().unwrap());
+    }
+    flags.sort();
+    assert_eq!(flags, [false, true], "exactly the later of the two is flagged");
+    h.finish().await;
+}
+
 /// Each bad wrapping gets its exact status and problem type, and nothing is stored.
 async fn bad_wrappings_get_their_problem(backend: Backend) {
     let h = Harness::start(backend).await;

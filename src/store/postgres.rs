@@ -106,15 +106,20 @@ macro_rules! with_effects {
                 SELECT a.id, a.inbox_id, a.partner_id, a.source, a.message_id, a.outcome, a.status, a.request_id,
                     a.remote_addr, a.user_agent, a.content_type, a.body_bytes, a.received_at, a.door,
                     a.transport_id, a.transport,
-                    a.transport_id IS NOT NULL AND EXISTS (SELECT FROM deliveries seen
+                    a.transport_id IS NOT NULL AND (EXISTS (SELECT FROM deliveries seen
                         WHERE seen.transport_id = a.transport_id AND seen.door = a.door
                             AND (seen.source IS DISTINCT FROM a.source OR seen.message_id IS DISTINCT FROM a.message_id))
+                    OR EXISTS (SELECT FROM unnest($71::text[], $72::text[], $54::text[], $55::text[])
+                            WITH ORDINALITY AS earlier (door, transport_id, source, message_id, position)
+                        WHERE earlier.position < a.position AND earlier.transport_id = a.transport_id
+                            AND earlier.door = a.door
+                            AND (earlier.source, earlier.message_id) IS DISTINCT FROM (a.source, a.message_id)))
                 FROM unnest($51::uuid[], $52::uuid[], $53::text[], $54::text[], $55::text[], $56::text[],
                     $57::int4[], $58::text[], $59::text[], $60::text[], $61::text[], $62::int8[],
-                    $63::timestamptz[], $71::text[], $72::text[], $73::text[])
+                    $63::timestamptz[], $71::text[], $72::text[], $73::text[]) WITH ORDINALITY
                     AS a (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
                         remote_addr, user_agent, content_type, body_bytes, received_at, door, transport_id,
-                        transport)
+                        transport, position)
                 JOIN claim ON claim.id = a.inbox_id
                 RETURNING inbox_id, transport_reused
             ), outbox_written AS (

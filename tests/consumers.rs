@@ -334,6 +334,32 @@ async fn a_jetstream_consumer_killed_between_commit_and_ack_books_once(backend: 
     db.remove().await;
 }
 
+/// A queue of that name declared without the dead-letter arguments stops the consumer at start
+/// (exit 1) with RabbitMQ's refusal and what it expects, instead of consuming without dead letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_queue_declared_otherwise_stops_the_rabbitmq_consumer() {
+    let db = migrated(Backend::Sqlite).await;
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    let connection = amqp().await;
+    let channel = connection.create_channel().await.unwrap();
+    channel
+        .queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
+        .await
+        .unwrap();
+    let output = process::command(&db.url, &["consume", "--from", AMQP, "--queue", &queue])
+        .output()
+        .expect("edi-inbox consume runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PRECONDITION_FAILED"), "{stderr}");
+    assert!(stderr.contains("must be declared the same way"), "{stderr}");
+    for name in [queue.clone(), format!("{queue}.dead")] {
+        channel.queue_delete(name.as_str().into(), Default::default()).await.unwrap();
+    }
+    let _ = connection.close(200, "checked".into()).await;
+    db.remove().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_database_outage_sends_messages_back_until_it_ends_on_postgres() {
     a_database_outage_sends_messages_back_until_it_ends(Backend::Postgres).await;

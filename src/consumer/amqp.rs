@@ -40,7 +40,14 @@ pub async fn run(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
     let channel = connection.create_channel().await?;
-    let dead = declare(&channel, &config.queue).await?;
+    let dead = declare(&channel, &config.queue).await.map_err(|error| {
+        // Most often PRECONDITION_FAILED: the queue exists already, declared with other arguments.
+        format!(
+            "cannot declare queue {queue:?} (durable, dead-lettered to \"{queue}.dead\") and its \
+             dead-letter queue; an existing queue of that name must be declared the same way: {error}",
+            queue = config.queue
+        )
+    })?;
     channel.basic_qos(config.prefetch, BasicQosOptions::default()).await?;
     let deliveries = channel
         .basic_consume(

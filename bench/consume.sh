@@ -10,17 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-20000}
 seconds=${2:-10}
-admin=${EDI_INBOX_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
-server_url=${admin%/*}
-scripts/postgres-up
 cargo build --quiet --release --bin edi-inbox --example load --example consume
-work=$(mktemp -d)
-server=
-trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-source scripts/start-server.sh
-fresh_pg() {
-  psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>/dev/null
-}
+source bench/postgres.sh
+scripts/brokers-up
 
 for mode in unique replay; do
   fresh_pg edi_inbox_bench_http

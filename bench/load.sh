@@ -15,18 +15,8 @@ seconds=${1:-10}
 shift || true
 levels=("$@")
 [[ ${#levels[@]} -gt 0 ]] || levels=(8 64 256)
-admin=${EDI_INBOX_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
-server_url=${admin%/*}
-scripts/postgres-up
 cargo build --quiet --release --bin edi-inbox --example load
-work=$(mktemp -d)
-server=
-trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-source scripts/start-server.sh
-
-fresh_pg() {
-  psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>/dev/null
-}
+source bench/postgres.sh
 # pgbench connects at most this many clients: the server's max_connections less a margin.
 max_clients=$(($(psql -X -At "$admin" -c "SHOW max_connections") - 10))
 pgbench_tps() { # SCRIPT DATABASE CLIENTS

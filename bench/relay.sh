@@ -12,17 +12,8 @@ cd "$(dirname "$0")/.."
 invoices=${1:-2000}
 concurrency=${2:-16}
 seconds=${3:-10}
-admin=${EDI_INBOX_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
-server_url=${admin%/*}
-scripts/postgres-up
 cargo build --quiet --release --bin edi-inbox --example relay --example load
-work=$(mktemp -d)
-server=
-trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-source scripts/start-server.sh
-fresh_pg() {
-  psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>/dev/null
-}
+source bench/postgres.sh
 
 fresh_pg edi_inbox_relay
 RUST_LOG=warn target/release/examples/relay "$server_url/edi_inbox_relay" "$invoices" "$concurrency"

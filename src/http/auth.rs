@@ -187,7 +187,7 @@ pub fn check_as2(ctx: &ApiContext, partner: &Partner, transport: &Transport) -> 
         return Ok(());
     };
     ctx.metrics.security_event("wrong-as2-id");
-    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, as2_to = ?to, "AS2 delivery refused");
+    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, as2_to = to.unwrap_or_default(), "AS2 delivery refused");
     Err(ApiError::Forbidden(refusal))
 }
 

@@ -129,6 +129,7 @@ pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result
             ("refusals", purged.refusals),
             ("outbox_payloads", purged.outbox_payloads),
             ("quarantine", purged.quarantine),
+            ("sns_messages", purged.sns_messages),
             ("interchanges", purged.interchanges),
         ] {
             metrics::counter!("edi_inbox_purged_rows_total", "kind" => kind).increment(rows);

@@ -33,6 +33,14 @@ fn sns_notification(message_id: &str, edi: &[u8]) -> Value {
     })
 }
 
+fn sns_confirmation(message_id: &str) -> Value {
+    json!({"Type": "SubscriptionConfirmation", "MessageId": message_id, "Token": "2336412f37fb687f5d51e6e2425",
+        "TopicArn": "arn:aws:sns:eu-west-1:123456789012:edi", "Message": "You have chosen to subscribe to the topic",
+        "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336412f37fb687f5d51e6e2425",
+        "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
+        "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"})
+}
+
 async fn send(h: &Harness, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Reply {
     let mut request = h.app.client.post(h.app.url("/v1/interchanges"));
     for (name, value) in headers {
@@ -245,11 +253,7 @@ async fn sns_confirmations_wait_for_an_operator(backend: Backend) {
     let h =
         Harness::with_server(backend, ServerConfig { admin_token: Some(ADMIN.into()), ..server_config() })
             .await;
-    let confirmation = json!({"Type": "SubscriptionConfirmation", "MessageId": "c-1", "Token": "2336412f37fb687f5d51e6e2425",
-        "TopicArn": "arn:aws:sns:eu-west-1:123456789012:edi", "Message": "You have chosen to subscribe to the topic",
-        "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336412f37fb687f5d51e6e2425",
-        "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
-        "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"});
+    let confirmation = sns_confirmation("c-1");
     let headers = [
         ("content-type", "text/plain; charset=UTF-8"),
         ("x-amz-sns-message-type", "SubscriptionConfirmation"),
@@ -415,6 +419,42 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     h.finish().await;
 }
 
+/// The retention purge drops resolved quarantine entries and SNS confirmation messages (whose
+/// tokens expire after three days anyway) like the rest of the audit trail; a held entry stays.
+async fn the_purge_drops_resolved_holds_and_sns_messages(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    let post = |body: Vec<u8>| common::partners::post_with_key(&h, &acme.api_key, body);
+    assert_eq!(post(fixture("x12/810-single.edi")).await.status, 201);
+    let conflict = post(fixture("x12/810-single-conflict.edi")).await.json();
+    let invalid = post(fixture("x12/invalid-se-count.edi")).await.json();
+    let discard = format!("/v1/admin/quarantine/{}/discard", conflict["id"].as_str().unwrap());
+    assert_eq!(admin(&h, Method::POST, &discard, None).await.status, 200);
+    let confirmation = Reply::send(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges"))
+            .basic_auth("acme", Some(&acme.api_key))
+            .header("content-type", "text/plain; charset=UTF-8")
+            .header("x-amz-sns-message-type", "SubscriptionConfirmation")
+            .body(sns_confirmation("c-1").to_string()),
+    )
+    .await;
+    assert_eq!(confirmation.status, 200, "{}", confirmation.text);
+
+    let store = edi_inbox::app::open_store(&common::database_config(&h.db.url)).await.unwrap();
+    let retention = edi_inbox::app::Retention { payloads: chrono::Duration::zero(), keys: None, batch: 1 };
+    let purged = edi_inbox::app::purge(&store, retention, false).await.unwrap();
+    store.close().await;
+    assert_eq!((purged.quarantine, purged.sns_messages), (1, 1), "{purged:?}");
+    let left = admin(&h, Method::GET, "/v1/admin/quarantine", None).await.json();
+    let ids: Vec<&Value> = left["items"].as_array().unwrap().iter().map(|entry| &entry["id"]).collect();
+    assert_eq!(ids, [&invalid["id"]], "the held entry stays");
+    let sns = admin(&h, Method::GET, "/v1/admin/sns-subscriptions", None).await.json();
+    assert_eq!(sns.as_array().map(Vec::len), Some(0));
+    h.finish().await;
+}
+
 /// A partner's naturally idempotent document type bypasses the inbox: answered 200 `bypassed`
 /// every time, audited, never stored; its invoices still go through the inbox; invoices can never
 /// be declared bypassing.
@@ -457,5 +497,6 @@ both_backends!(
     the_webhook_handshake_allows_configured_origins,
     as2_names_are_checked_against_the_partner,
     quarantine_holds_what_a_broker_would_retry_for_days,
+    the_purge_drops_resolved_holds_and_sns_messages,
     naturally_idempotent_documents_bypass_the_inbox,
 );

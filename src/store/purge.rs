@@ -14,7 +14,8 @@ const PURGE_LOCK: i64 = 0x6564_692d_696e_626f;
 /// What a purge run drops.
 #[derive(Debug, Clone, Copy)]
 pub struct PurgeRun {
-    /// Payloads, audited attempts, refusal counts and settled outbox payloads older than this go.
+    /// Payloads, audited attempts, refusal counts, settled outbox payloads, resolved quarantine
+    /// entries and SNS confirmation messages older than this go.
     pub payloads_before: DateTime<Utc>,
     /// Interchanges (keys, outcomes, documents, invoices, acknowledgements, outbox rows) older than
     /// this go too; `None` keeps them forever.
@@ -33,6 +34,8 @@ pub struct Purged {
     pub outbox_payloads: u64,
     /// Quarantine entries an operator resolved (released or discarded); held ones stay.
     pub quarantine: u64,
+    /// SNS confirmation messages, confirmed or not (SNS's tokens expire after three days).
+    pub sns_messages: u64,
     pub interchanges: u64,
     /// Counted, not dropped.
     pub dry_run: bool,
@@ -73,6 +76,7 @@ const QUARANTINE: Step = Step {
     filter: "status IN ('released', 'discarded') AND resolved_at < $1",
     set: None,
 };
+const SNS_MESSAGES: Step = Step { table: "sns_subscriptions", filter: "received_at < $1", set: None };
 const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None };
 
 impl Step {
@@ -147,6 +151,7 @@ macro_rules! run_all {
             refusals: run_step!($db, $conn, REFUSALS, time, run),
             outbox_payloads: run_step!($db, $conn, OUTBOX_PAYLOADS, time, run),
             quarantine: run_step!($db, $conn, QUARANTINE, time, run),
+            sns_messages: run_step!($db, $conn, SNS_MESSAGES, time, run),
             interchanges: match run.keys_before {
                 Some(before) => run_step!($db, $conn, INTERCHANGES, Horizon::Id(first_id_at(before)), run),
                 None => 0,

@@ -3,16 +3,14 @@
 //! `edi` parses (pure), `inbox` decides what a delivery means, `store` is the only module with SQL,
 //! `http` is the only module with status codes; `app` wires them together for the binary and tests.
 
-/// An enum stored and sent as one lowercase word: parsed once, where it is read, never compared
-/// as a string afterwards.
+/// An enum stored and sent as the text each variant names (the same in the database, JSON and on
+/// the command line): parsed once, where it is read, never compared as a string afterwards.
 macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident = $text:tt),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema, clap::ValueEnum)]
-        #[serde(rename_all = "snake_case")]
-        #[value(rename_all = "snake_case")]
         pub enum $name {
-            $($(#[$variant_meta])* $variant),+
+            $($(#[$variant_meta])* #[serde(rename = $text)] #[value(name = $text)] $variant),+
         }
 
         impl $name {

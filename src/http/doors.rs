@@ -138,17 +138,12 @@ pub fn recognise(headers: &HeaderMap) -> Result<Recognised, ApiError> {
         let transport = Transport::new(Door::Sns, header(headers, "x-amz-sns-message-id"));
         return Ok(Recognised { wrapping: Wrapping::Sns(kind), content_type: None, transport });
     }
-    let wrapping = match essence.as_deref() {
-        Some(CLOUDEVENTS_JSON) => Wrapping::CloudEvent,
-        Some("application/json") => Wrapping::PubSub,
-        None => Wrapping::Raw,
-        Some(edi) if EDI_MEDIA_TYPES.contains(&edi) => Wrapping::Raw,
+    let (wrapping, transport) = match essence.as_deref() {
+        Some(CLOUDEVENTS_JSON) => (Wrapping::CloudEvent, Transport::new(Door::Cloudevents, None)),
+        Some("application/json") => (Wrapping::PubSub, Transport::new(Door::Pubsub, None)),
+        None => (Wrapping::Raw, raw_transport(headers)?),
+        Some(edi) if EDI_MEDIA_TYPES.contains(&edi) => (Wrapping::Raw, raw_transport(headers)?),
         Some(_) => return Err(ApiError::UnsupportedMediaType(content_type.unwrap_or_default())),
-    };
-    let transport = match wrapping {
-        Wrapping::Raw => raw_transport(headers)?,
-        Wrapping::CloudEvent => Transport::new(Door::Cloudevents, None),
-        _ => Transport::new(Door::Pubsub, None),
     };
     let content_type = (wrapping == Wrapping::Raw).then_some(content_type).flatten();
     Ok(Recognised { wrapping, content_type, transport })
@@ -352,7 +347,7 @@ struct SnsMessage {
 
 fn sns(kind: SnsType, body: &[u8]) -> Result<Arrival, ApiError> {
     let message: SnsMessage = json(body, "SNS message")?;
-    if message.kind != kind.as_str() {
+    if SnsType::parse(&message.kind) != Some(kind) {
         return Err(invalid(format!(
             "x-amz-sns-message-type says {} but the message is a {}",
             kind.as_str(),

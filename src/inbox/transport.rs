@@ -27,35 +27,12 @@ text_enum! {
     }
 }
 
-/// The `x-amz-sns-message-type` values, spelled as AWS spells them everywhere (header, body, API).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub enum SnsType {
-    Notification,
-    SubscriptionConfirmation,
-    UnsubscribeConfirmation,
-}
-
-impl SnsType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SnsType::Notification => "Notification",
-            SnsType::SubscriptionConfirmation => "SubscriptionConfirmation",
-            SnsType::UnsubscribeConfirmation => "UnsubscribeConfirmation",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<SnsType> {
-        [SnsType::Notification, SnsType::SubscriptionConfirmation, SnsType::UnsubscribeConfirmation]
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-    }
-}
-
-impl TryFrom<String> for SnsType {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<SnsType, String> {
-        SnsType::parse(&text).ok_or_else(|| format!("{text:?} is not an SNS message type"))
+text_enum! {
+    /// The `x-amz-sns-message-type` values, spelled as AWS spells them everywhere (header, body, API).
+    SnsType {
+        Notification = "Notification",
+        SubscriptionConfirmation = "SubscriptionConfirmation",
+        UnsubscribeConfirmation = "UnsubscribeConfirmation",
     }
 }
 

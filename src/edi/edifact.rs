@@ -194,11 +194,14 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
     Err(last.error(None, "the interchange ends before its UNZ trailer"))
 }
 
+/// The message type that carries an invoice.
+pub(super) const INVOICE: &str = "INVOIC";
+
 fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
     let unh = &message[0];
     let kind = ic.text(unh, unh.component(2, 1), 2)?;
     let control_number = ic.text(unh, unh.element(1), 1)?;
-    let (invoice, warnings) = if kind == "INVOIC" {
+    let (invoice, warnings) = if kind == INVOICE {
         let (invoice, warnings) = invoice::from_invoic(ic, message, &control_number)?;
         (Some(invoice), warnings)
     } else {

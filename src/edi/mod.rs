@@ -19,6 +19,9 @@ use utoipa::ToSchema;
 pub use invoice::Invoice;
 use syntax::{Charset, Delimiters, Segment};
 
+/// The document types that carry an invoice (and book one), in each standard.
+pub const INVOICE_DOCUMENTS: [&str; 2] = [x12::INVOICE, edifact::INVOICE];
+
 /// The two standards the receiver speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

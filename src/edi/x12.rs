@@ -157,11 +157,14 @@ pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError>
     Err(last.error(None, "the interchange ends before its IEA trailer"))
 }
 
+/// The transaction set that carries an invoice.
+pub(super) const INVOICE: &str = "810";
+
 fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
     let st = &set[0];
     let kind = ic.text(st, st.element(1), 1)?;
     let control_number = ic.text(st, st.element(2), 2)?;
-    let (invoice, warnings) = if kind == "810" {
+    let (invoice, warnings) = if kind == INVOICE {
         let (invoice, warnings) = invoice::from_810(ic, set, &control_number)?;
         (Some(invoice), warnings)
     } else {

@@ -93,9 +93,6 @@ impl Partner {
     }
 }
 
-/// Document types that book invoices: never naturally idempotent, so they never bypass the inbox.
-const BOOKING_DOCUMENTS: [&str; 2] = ["810", "INVOIC"];
-
 /// A credential as listed: never the secret itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
 pub struct Credential {
@@ -182,8 +179,9 @@ impl NewPartner {
         if let Some(id) = self.as2_ids.iter().find(|id| !as2_name_ok(id)) {
             return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
         }
+        // Invoices book an effect: never naturally idempotent, so they never bypass the inbox.
         if let Some(kind) =
-            self.bypass_documents.iter().find(|kind| BOOKING_DOCUMENTS.contains(&kind.as_str()))
+            self.bypass_documents.iter().find(|kind| crate::edi::INVOICE_DOCUMENTS.contains(&kind.as_str()))
         {
             return Err(format!(
                 "{kind} books invoices: it is not naturally idempotent and cannot bypass the inbox"

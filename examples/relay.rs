@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use edi_inbox::accounting::relay::Relay;
 use edi_inbox::app::{self, App};
 use edi_inbox::config::Cli;
 
@@ -85,7 +84,7 @@ async fn main() {
     let floor = invoices as f64 / started.elapsed().as_secs_f64();
 
     // 3. The relay drains the backlog.
-    let relay = Relay::new(store.clone(), &cli.accounting).expect("relay").expect("configured");
+    let relay = app::relay(store.clone(), &cli.accounting).expect("relay").expect("configured");
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let started = Instant::now();
     tokio::spawn(relay.run(stopped));

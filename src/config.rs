@@ -7,6 +7,10 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 
+use crate::accounting::retry::RetryPolicy;
+use crate::ingest::IngestOptions;
+use crate::jobs::purge::Retention;
+use crate::jobs::relay::RelayOptions;
 use crate::partners::NewPartner;
 use crate::store::StoreOptions;
 
@@ -131,14 +135,14 @@ impl DatabaseConfig {
     }
 
     /// What the purge drops, checked: keys must outlive payloads.
-    pub fn retention(&self) -> Result<crate::app::Retention, String> {
+    pub fn retention(&self) -> Result<Retention, String> {
         if let Some(keys) = self.key_retention_days.filter(|keys| *keys < self.retention_days) {
             return Err(format!(
                 "the key retention ({keys} days) must be at least the retention ({} days)",
                 self.retention_days
             ));
         }
-        Ok(crate::app::Retention {
+        Ok(Retention {
             payloads: chrono::Duration::days(i64::from(self.retention_days)),
             keys: self.key_retention_days.map(|days| chrono::Duration::days(i64::from(days))),
             batch: self.purge_batch,
@@ -246,18 +250,17 @@ impl ServerConfig {
         Duration::from_secs(self.request_timeout)
     }
 
-    /// The connection timeouts, checked against each other.
-    pub fn connection_limits(&self) -> Result<crate::http::ConnectionLimits, String> {
-        if self.idle_timeout <= self.request_timeout {
-            return Err(format!(
-                "the idle timeout ({} s) must exceed the request timeout ({} s)",
-                self.idle_timeout, self.request_timeout
-            ));
-        }
-        Ok(crate::http::ConnectionLimits {
-            first_byte: Duration::from_secs(self.header_timeout),
-            idle: Duration::from_secs(self.idle_timeout),
-            max_connections: self.max_connections,
+    /// How the delivery use case reads and books interchanges; `book_with_accounting` when an
+    /// accounting API is configured.
+    pub fn ingest_options(&self, book_with_accounting: bool) -> Result<IngestOptions, String> {
+        Ok(IngestOptions {
+            parse_limits: crate::edi::Limits {
+                max_segments: self.max_segments,
+                max_element_length: self.max_element_length,
+            },
+            partner_auth: self.partner_auth()?,
+            book_with_accounting,
+            as2_receiver_ids: self.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
         })
     }
 
@@ -362,6 +365,24 @@ pub struct AccountingConfig {
     #[arg(long, env = "EDI_INBOX_EXPORT_MAX_INVOICES", default_value_t = 10_000, global = true,
         value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub export_max_invoices: u32,
+}
+
+impl AccountingConfig {
+    /// The relay's options; `None` without an accounting URL.
+    pub fn relay_options(&self) -> Option<RelayOptions> {
+        Some(RelayOptions {
+            url: self.accounting_url.clone()?,
+            token: self.accounting_token.clone(),
+            timeout: Duration::from_secs(self.accounting_timeout),
+            policy: RetryPolicy {
+                max_attempts: self.relay_max_attempts,
+                first_delay: Duration::from_millis(self.relay_backoff_ms),
+                max_delay: Duration::from_millis(self.relay_backoff_max_ms),
+            },
+            concurrency: usize::try_from(self.relay_concurrency).unwrap_or(1),
+            poll: Duration::from_millis(self.relay_poll_ms),
+        })
+    }
 }
 
 /// An `http://` or `https://` URL.

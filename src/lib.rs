@@ -54,5 +54,7 @@ pub mod consumer;
 pub mod edi;
 pub mod http;
 pub mod inbox;
+pub mod ingest;
+pub mod jobs;
 pub mod partners;
 pub mod store;

@@ -4,12 +4,12 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use edi_inbox::accounting::{export, relay::Relay};
 use edi_inbox::app::{self, App};
 use edi_inbox::config::{self, Cli, Command, LogFormat, PartnerCommand};
 use edi_inbox::consumer;
 use edi_inbox::http;
-use edi_inbox::partners::{CredentialKind, PartnerStatus, admin};
+use edi_inbox::jobs::{export, purge, registry as admin};
+use edi_inbox::partners::{CredentialKind, PartnerStatus};
 use edi_inbox::store::Store;
 
 /// jemalloc: the request path allocates many small, short-lived buffers from several threads, where
@@ -53,7 +53,7 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
         }
         Command::Relay => {
             let store = app::open_store(&cli.database).await?;
-            let Some(relay) = Relay::new(store.clone(), &cli.accounting)? else {
+            let Some(relay) = app::relay(store.clone(), &cli.accounting)? else {
                 return Err("`relay` needs the accounting API's URL: set EDI_INBOX_ACCOUNTING_URL".into());
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -66,22 +66,16 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
         Command::Consume(consume) => {
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
-            let purger = tokio::spawn(app::purge_periodically(store.clone(), retention));
-            let partner_auth = cli.server.partner_auth()?;
-            let ctx = http::ApiContext::new(
-                store.clone(),
-                &cli.server,
-                partner_auth,
-                cli.accounting.accounting_url.is_some(),
-            );
+            let purger = tokio::spawn(purge::purge_periodically(store.clone(), retention));
+            let ingest = app::ingest(store.clone(), &cli.server, &cli.accounting)?;
             let relay = match cli.accounting.relay {
-                true => Relay::new(store.clone(), &cli.accounting)?,
+                true => app::relay(store.clone(), &cli.accounting)?,
                 false => None,
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let relaying = relay.map(|relay| tokio::spawn(relay.run(stopped)));
-            let ingest = consumer::Ingest::new(ctx, &consume);
-            consumer::run(ingest, &consume, shutdown_signal()).await.map_err(|error| error.to_string())?;
+            let consumer = consumer::Consumer::new(ingest, &consume);
+            consumer::run(consumer, &consume, shutdown_signal()).await.map_err(|error| error.to_string())?;
             let _ = stop.send(true);
             if let Some(relaying) = relaying {
                 relaying.await?;
@@ -101,7 +95,7 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
         Command::Purge { dry_run } => {
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
-            let purged = app::purge(&store, retention, dry_run).await?;
+            let purged = purge::purge(&store, retention, dry_run).await?;
             println!("{}", pretty(&purged));
             store.close().await;
         }
@@ -113,7 +107,7 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
             tracing::info!(backend = store.backend(), "database ready");
-            let purger = tokio::spawn(app::purge_periodically(store.clone(), retention));
+            let purger = tokio::spawn(purge::purge_periodically(store.clone(), retention));
             let app = App::bind(store.clone(), &cli.server, &cli.accounting).await?;
             tracing::info!(address = %app.local_addr()?, "listening");
             app.serve(shutdown_signal()).await?;

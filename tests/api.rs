@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Backend, Harness, TestApp, TestDb, database_config, fixture, server_config};
-use edi_inbox::app::Retention;
+use edi_inbox::jobs::purge::Retention;
 use edi_inbox::store::Purged;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -275,7 +275,8 @@ async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
     let store = edi_inbox::app::open_store(&database_config(&h.db.url)).await.unwrap();
     let nothing = Purged::default();
     let keep = |payloads| Retention { payloads, keys: None, batch: 1 };
-    let purge = async |retention, dry_run| edi_inbox::app::purge(&store, retention, dry_run).await.unwrap();
+    let purge =
+        async |retention, dry_run| edi_inbox::jobs::purge::purge(&store, retention, dry_run).await.unwrap();
     assert_eq!(purge(keep(chrono::Duration::days(1)), false).await, nothing, "not expired yet");
     let expired = Purged { payloads: 1, attempts: 1, ..Purged::default() };
     assert_eq!(

@@ -443,8 +443,9 @@ async fn the_purge_drops_resolved_holds_and_sns_messages(backend: Backend) {
     assert_eq!(confirmation.status, 200, "{}", confirmation.text);
 
     let store = edi_inbox::app::open_store(&common::database_config(&h.db.url)).await.unwrap();
-    let retention = edi_inbox::app::Retention { payloads: chrono::Duration::zero(), keys: None, batch: 1 };
-    let purged = edi_inbox::app::purge(&store, retention, false).await.unwrap();
+    let retention =
+        edi_inbox::jobs::purge::Retention { payloads: chrono::Duration::zero(), keys: None, batch: 1 };
+    let purged = edi_inbox::jobs::purge::purge(&store, retention, false).await.unwrap();
     store.close().await;
     assert_eq!((purged.quarantine, purged.sns_messages), (1, 1), "{purged:?}");
     let left = admin(&h, Method::GET, "/v1/admin/quarantine", None).await.json();

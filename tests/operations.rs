@@ -4,7 +4,8 @@
 mod common;
 
 use common::{Backend, Harness, Reply, TestApp, count, database_config, numbered, process, server_config};
-use edi_inbox::app::{self, Retention};
+use edi_inbox::app;
+use edi_inbox::jobs::purge::{self, Retention};
 use edi_inbox::store::Purged;
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -92,7 +93,7 @@ async fn purge_runs_in_batches_while_ingest_goes_on(backend: Backend) {
             statuses
         })
     };
-    let purged = app::purge(&store, retention(chrono::Duration::zero(), None, 7), false).await.unwrap();
+    let purged = purge::purge(&store, retention(chrono::Duration::zero(), None, 7), false).await.unwrap();
     let statuses = ingest.await.unwrap();
     assert!(statuses.iter().all(|s| *s == 201), "ingest during the purge: {statuses:?}");
     assert!(purged.payloads >= 200, "{purged:?}");
@@ -110,13 +111,13 @@ async fn keys_go_after_the_key_retention(backend: Backend) {
     let first = h.app.post(numbered(1), "application/edi-x12").await;
     let invoice = first.json()["invoices"][0]["id"].as_str().unwrap().to_owned();
     let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
-    let forever = app::purge(&store, retention(chrono::Duration::zero(), None, 10), true).await.unwrap();
+    let forever = purge::purge(&store, retention(chrono::Duration::zero(), None, 10), true).await.unwrap();
     assert_eq!(forever.interchanges, 0, "keys stay forever by default");
     let horizon = retention(chrono::Duration::zero(), Some(chrono::Duration::zero()), 10);
-    let counted = app::purge(&store, horizon, true).await.unwrap();
+    let counted = purge::purge(&store, horizon, true).await.unwrap();
     assert_eq!((counted.interchanges, counted.dry_run), (1, true));
     assert_eq!(h.app.get(&format!("/v1/invoices/{invoice}")).await.status, 200, "a dry run drops nothing");
-    let purged = app::purge(&store, horizon, false).await.unwrap();
+    let purged = purge::purge(&store, horizon, false).await.unwrap();
     assert_eq!(purged.interchanges, 1, "{purged:?}");
     h.app.get(&format!("/v1/invoices/{invoice}")).await.assert_problem(404, "not-found");
     store.close().await;
@@ -141,10 +142,10 @@ async fn one_replica_purges_at_a_time() {
     let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
     let mut other = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
     sqlx::query("SELECT pg_advisory_lock(x'6564692d696e626f'::bigint)").execute(&mut other).await.unwrap();
-    let skipped = app::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
+    let skipped = purge::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
     assert_eq!(skipped, Purged { skipped: true, ..Purged::default() });
     sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut other).await.unwrap();
-    let purged = app::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
+    let purged = purge::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
     assert_eq!(purged.payloads, 1, "{purged:?}");
     store.close().await;
     h.finish().await;

@@ -97,7 +97,7 @@ fn delivery(control: &str) -> Delivery {
 async fn one_failing_delivery_fails_only_itself(backend: Backend) {
     let db = common::TestDb::create(backend).await;
     let store = edi_inbox::app::open_store(&database_config(&db.url)).await.unwrap();
-    let first = FirstAttempt { facts: AttemptFacts::default(), status: 201 };
+    let first = FirstAttempt { facts: AttemptFacts::default(), outcome: "recorded", status: 201 };
     let earlier = Arc::new(delivery("000000001"));
     assert!(matches!(store.record(&earlier, &first).await, Ok(Outcome::Recorded { .. })));
     let mut poisoned = delivery("000000099");

@@ -4,68 +4,14 @@
 //! The [`export`] writes processed invoices to CSV files, each invoice in exactly one file.
 
 pub mod csv;
-pub mod export;
-pub mod relay;
+pub mod retry;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::inbox::resource::InvoiceResource;
-
-/// The `destination` of the outbox messages the relay sends to the accounting API.
-pub const ACCOUNTING_API: &str = "accounting-api";
-
-text_enum! {
-    /// Where an invoice stands with the accounting API.
-    AccountingStatus {
-        /// Waiting for its (next) attempt.
-        Pending = "pending",
-        /// The accounting API booked it.
-        Delivered = "delivered",
-        /// Every attempt failed, or the accounting API refused it for good; an operator retries or
-        /// discards it.
-        Dead = "dead",
-        /// An operator decided it is not to be sent.
-        Discarded = "discarded",
-    }
-}
-
-/// An outbox message as the inbox transaction writes it.
-#[derive(Clone, Debug)]
-pub struct OutboxMessage {
-    pub id: Uuid,
-    pub invoice_id: Uuid,
-    pub idempotency_key: String,
-    /// The invoice JSON the accounting API receives.
-    pub payload: String,
-}
-
-impl OutboxMessage {
-    /// The message that books `invoice`: its idempotency key is the invoice id, so every attempt,
-    /// from any replica, carries the same one.
-    pub fn booking(invoice: &InvoiceResource) -> OutboxMessage {
-        OutboxMessage {
-            id: Uuid::now_v7(),
-            invoice_id: invoice.id,
-            idempotency_key: invoice.id.to_string(),
-            payload: serde_json::to_string(invoice).unwrap_or_default(),
-        }
-    }
-}
-
-/// An invoice's accounting state, as the invoice resource shows it.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct AccountingState {
-    pub status: AccountingStatus,
-    /// The accounting API's id of the booked invoice.
-    pub reference: Option<String>,
-    /// Attempts made so far.
-    pub attempts: i32,
-    /// Why the latest attempt failed.
-    pub last_error: Option<String>,
-}
+use crate::inbox::outbox::AccountingStatus;
 
 /// An outbox message as the admin API lists it.
 #[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
@@ -91,4 +37,12 @@ pub struct OutboxEntry {
 pub struct OutboxPage {
     pub items: Vec<OutboxEntry>,
     pub next_cursor: Option<Uuid>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    Delivered { reference: Option<String> },
+    Retry { at: DateTime<Utc>, error: String },
+    Dead { error: String },
 }

@@ -11,9 +11,8 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Connection, ConnectionProperties};
 
-use super::{Ingest, QueuedMessage, dispatch, unsettled};
+use super::{Consumer, QueuedMessage, Settlement, dispatch, unsettled};
 use crate::config::ConsumeConfig;
-use crate::http::interchanges::Settlement;
 use crate::inbox::transport::{Door, Transport};
 
 /// Declares `queue` durable with its dead-letter queue `{queue}.dead` (through the default
@@ -33,7 +32,7 @@ pub async fn declare(channel: &Channel, queue: &str) -> Result<String, lapin::Er
 
 /// Declares the queue and its dead-letter queue; consumes until `stop`.
 pub async fn run(
-    ingest: Ingest,
+    inbox: Consumer,
     url: &str,
     config: &ConsumeConfig,
     stop: impl Future<Output = ()> + Send,
@@ -62,7 +61,7 @@ pub async fn run(
         delivery.map_err(|error| tracing::warn!(%error, "RabbitMQ delivery failed")).ok()
     });
     let settle = |delivery: Delivery| {
-        let ingest = ingest.clone();
+        let inbox = inbox.clone();
         async move {
             let message = QueuedMessage {
                 body: delivery.data.into(),
@@ -77,11 +76,11 @@ pub async fn run(
                 .with("app_id", delivery.properties.app_id().as_ref().map(ShortString::to_string)),
             };
             let acker = delivery.acker;
-            let settled = match ingest.handle(message).await {
+            let settled = match inbox.handle(message).await {
                 Settlement::Ack => acker.ack(BasicAckOptions::default()).await,
                 Settlement::DeadLetter => acker.reject(BasicRejectOptions { requeue: false }).await,
                 Settlement::Retry => {
-                    tokio::time::sleep(ingest.backoff).await;
+                    tokio::time::sleep(inbox.backoff).await;
                     acker.nack(BasicNackOptions { multiple: false, requeue: true }).await
                 }
             };

@@ -14,9 +14,8 @@ use bytes::Bytes;
 use chrono::Utc;
 
 use crate::config::ConsumeConfig;
-use crate::http::ApiContext;
-use crate::http::interchanges::{self, Inbound, PartnerOf, Settlement};
 use crate::inbox::transport::Transport;
+use crate::ingest::{self, Inbound, Ingest, Ingested, PartnerOf};
 use crate::store::AttemptFacts;
 
 /// One message taken from a queue.
@@ -26,17 +25,41 @@ pub struct QueuedMessage {
     pub transport: Transport,
 }
 
+/// What a queue consumer tells its broker once a message was handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settlement {
+    /// Done: recorded, replayed, held, bypassed, or rejected and stored.
+    Ack,
+    /// It can never succeed as it is (malformed, forbidden, conflicting): out of the queue, into
+    /// its dead letters.
+    DeadLetter,
+    /// The database could not take it now: redeliver after a backoff.
+    Retry,
+}
+
+/// How the broker settles a message the inbox ingested or refused.
+fn settlement(result: &Result<Ingested, ingest::Error>) -> Settlement {
+    match result {
+        Ok(Ingested::Conflict { .. }) => Settlement::DeadLetter,
+        Ok(_) => Settlement::Ack,
+        Err(ingest::Error::Malformed(_) | ingest::Error::Forbidden(_) | ingest::Error::WrongState(_)) => {
+            Settlement::DeadLetter
+        }
+        Err(ingest::Error::Store(_) | ingest::Error::Internal) => Settlement::Retry,
+    }
+}
+
 /// Runs messages through the inbox.
 #[derive(Clone)]
-pub struct Ingest {
-    ctx: ApiContext,
+pub struct Consumer {
+    ingest: Ingest,
     /// How long a message waits before it is redelivered after a transient failure.
     pub backoff: Duration,
 }
 
-impl Ingest {
-    pub fn new(ctx: ApiContext, config: &ConsumeConfig) -> Ingest {
-        Ingest { ctx, backoff: Duration::from_millis(config.retry_backoff_ms) }
+impl Consumer {
+    pub fn new(ingest: Ingest, config: &ConsumeConfig) -> Consumer {
+        Consumer { ingest, backoff: Duration::from_millis(config.retry_backoff_ms) }
     }
 
     /// Records one message exactly once (audited and logged as an HTTP delivery is) and says what
@@ -49,20 +72,23 @@ impl Ingest {
             transport: message.transport,
             ..AttemptFacts::default()
         };
-        let result = match self.ctx.store.directory().await {
+        let result = match self.ingest.store().directory().await {
             Ok(directory) => {
                 let inbound = Inbound {
                     body: message.body,
                     content_type: message.content_type,
                     partner: PartnerOf::Sender(directory),
-                    wants_ack: false,
                 };
-                interchanges::ingest(&self.ctx, inbound, &mut facts, received_at).await
+                self.ingest.deliver(inbound, &mut facts, received_at).await
             }
-            Err(error) => Err(error.into()),
+            Err(error) => Err(ingest::Error::Store(error)),
         };
-        let response = interchanges::conclude(&self.ctx, result, &facts, None, received_at, started);
-        let settlement = interchanges::settlement(response.status());
+        let report = match &result {
+            Ok(ingested) => self.ingest.report(ingested, &facts, received_at),
+            Err(error) => self.ingest.report_refusal(error),
+        };
+        self.ingest.conclude(report, &facts, received_at, started);
+        let settlement = settlement(&result);
         // A crash here, after COMMIT and before the broker hears of it, makes the broker redeliver.
         crate::crash_point("consume-before-ack");
         settlement
@@ -110,16 +136,37 @@ fn unsettled(error: impl std::fmt::Display) {
 
 /// Consumes from the broker `--from` names until `stop` resolves, then settles what is in flight.
 pub async fn run(
-    ingest: Ingest,
+    consumer: Consumer,
     config: &ConsumeConfig,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let from = config.from.as_deref().ok_or("`consume` needs a broker: --from amqp://… or nats://…")?;
     if from.starts_with("amqp://") || from.starts_with("amqps://") {
-        amqp::run(ingest, from, config, stop).await
+        amqp::run(consumer, from, config, stop).await
     } else if from.starts_with("nats://") || from.starts_with("tls://") {
-        nats::run(ingest, from, config, stop).await
+        nats::run(consumer, from, config, stop).await
     } else {
         Err(format!("unsupported broker URL {from:?}: use amqp://… or nats://…").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreError;
+
+    #[test]
+    fn a_queue_retries_only_what_may_succeed_later() {
+        let unavailable = || StoreError::Unavailable(sqlx::Error::PoolTimedOut);
+        let edi = crate::edi::EdiError::unlocated("no ISA");
+        for (result, expected) in [
+            (Err(ingest::Error::Malformed(edi)), Settlement::DeadLetter),
+            (Err(ingest::Error::Forbidden("suspended".into())), Settlement::DeadLetter),
+            (Err(ingest::Error::Store(unavailable())), Settlement::Retry),
+            (Err(ingest::Error::Store(StoreError::Corrupt("x".into()))), Settlement::Retry),
+            (Err(ingest::Error::Internal), Settlement::Retry),
+        ] {
+            assert_eq!(settlement(&result), expected, "{result:?}");
+        }
     }
 }

@@ -8,14 +8,13 @@ use std::time::Duration;
 use async_nats::jetstream::{self, AckKind, consumer::pull};
 use futures_util::StreamExt;
 
-use super::{Ingest, QueuedMessage, dispatch, unsettled};
+use super::{Consumer, QueuedMessage, Settlement, dispatch, unsettled};
 use crate::config::ConsumeConfig;
-use crate::http::interchanges::Settlement;
 use crate::inbox::transport::{Door, Transport};
 
 /// Creates the stream and the durable consumer when missing; consumes until `stop`.
 pub async fn run(
-    ingest: Ingest,
+    inbox: Consumer,
     url: &str,
     config: &ConsumeConfig,
     stop: impl Future<Output = ()> + Send,
@@ -50,7 +49,7 @@ pub async fn run(
         message.map_err(|error| tracing::warn!(%error, "JetStream pull failed; pulling again")).ok()
     });
     let settle = |message: jetstream::Message| {
-        let ingest = ingest.clone();
+        let inbox = inbox.clone();
         async move {
             let header =
                 |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
@@ -72,10 +71,10 @@ pub async fn run(
                 content_type: header("Content-Type"),
                 transport: transport.with("subject", Some(message.subject.to_string())),
             };
-            let kind = match ingest.handle(queued).await {
+            let kind = match inbox.handle(queued).await {
                 Settlement::Ack => AckKind::Ack,
                 Settlement::DeadLetter => AckKind::Term,
-                Settlement::Retry => AckKind::Nak(Some(backoff(ingest.backoff, delivered))),
+                Settlement::Retry => AckKind::Nak(Some(backoff(inbox.backoff, delivered))),
             };
             if let Err(error) = message.ack_with(kind).await {
                 unsettled(error);

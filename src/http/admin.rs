@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, parse_id};
-use crate::partners::admin::{self, AdminError};
+use crate::jobs::registry::{self as admin, AdminError};
 use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
 
 impl From<AdminError> for ApiError {

@@ -17,13 +17,11 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 use super::ApiContext;
-use super::metrics::Metrics;
 use super::problem::ApiError;
-use crate::edi::Envelope;
-use crate::inbox::transport::Transport;
+use crate::ingest;
+use crate::partners::Partner;
 use crate::partners::directory::Directory;
 use crate::partners::webhooks::{self, SignatureError, Signatures, SignedRequest};
-use crate::partners::{Partner, PartnerStatus};
 
 /// The caller of a delivery, as far as its headers tell.
 pub enum Caller {
@@ -77,7 +75,7 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     if let Some(key) = bearer(parts).map(str::to_owned).or_else(|| basic_password(parts)) {
         let directory = ctx.store.directory().await?;
         let partner = directory.by_api_key(&key).ok_or_else(|| unauthorized("the API key is not valid"))?;
-        return active(Arc::clone(partner)).map(Caller::Partner);
+        return Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?);
     }
     let Some(signatures) = header(parts, "webhook-signature") else {
         return Err(unauthorized(
@@ -89,14 +87,6 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     let id = partner_parameter(parts)
         .ok_or_else(|| unauthorized("a signed request names its partner in the `partner` query parameter"))?;
     Ok(Caller::Signed { id: id.to_owned(), signatures, directory: ctx.store.directory().await? })
-}
-
-/// A proven partner may deliver unless suspended (which only a proven caller learns).
-pub fn active(partner: Arc<Partner>) -> Result<Arc<Partner>, ApiError> {
-    match partner.status {
-        PartnerStatus::Active => Ok(partner),
-        PartnerStatus::Suspended => Err(ApiError::Forbidden(format!("partner {} is suspended", partner.id))),
-    }
 }
 
 fn unauthorized(detail: &str) -> ApiError {
@@ -116,12 +106,7 @@ fn decoy_key() -> &'static [Vec<u8>] {
 }
 
 /// Checks a signed request's signature, now that the body is read: at most one MAC per secret.
-pub fn verify_signature(
-    ctx: &ApiContext,
-    parts: &Parts,
-    caller: Caller,
-    body: &[u8],
-) -> Result<Caller, ApiError> {
+pub fn verify_signature(parts: &Parts, caller: Caller, body: &[u8]) -> Result<Caller, ApiError> {
     let Caller::Signed { id, signatures, directory } = caller else {
         return Ok(caller);
     };
@@ -134,61 +119,14 @@ pub fn verify_signature(
     };
     let keys = signer.map_or(decoy_key(), |signer| signer.keys.as_slice());
     match (webhooks::verify(&request, keys, Utc::now()), signer) {
-        (Ok(()), Some(signer)) => active(Arc::clone(&signer.partner)).map(Caller::Partner),
+        (Ok(()), Some(signer)) => Ok(ingest::active(Arc::clone(&signer.partner)).map(Caller::Partner)?),
         (Ok(()), None) => Err(unauthorized(&SignatureError::NoMatch.to_string())),
         (Err(error), _) => {
-            ctx.metrics.security_event("bad-signature");
+            ingest::security_event("bad-signature");
             tracing::warn!(target: "edi_inbox::security", partner = %id, %error, "signature refused");
             Err(unauthorized(&error.to_string()))
         }
     }
-}
-
-/// The interchange's sender must be the partner's, and its receiver one the partner may send to.
-pub fn check_sender(
-    metrics: &Metrics,
-    partner: Option<&Partner>,
-    envelope: &Envelope,
-) -> Result<(), ApiError> {
-    let Some(partner) = partner else { return Ok(()) };
-    let standard = envelope.standard.as_str();
-    let sender = format!("{standard}:{}:{}", envelope.sender.qualifier, envelope.sender.id);
-    let receiver = format!("{standard}:{}:{}", envelope.receiver.qualifier, envelope.receiver.id);
-    let refusal = if !partner.senders.contains(&sender) {
-        Some(("forged-sender", format!("partner {} may not send as {sender}", partner.id)))
-    } else if !partner.receivers.is_empty() && !partner.receivers.contains(&receiver) {
-        Some(("wrong-receiver", format!("partner {} may not send to {receiver}", partner.id)))
-    } else {
-        None
-    };
-    match refusal {
-        None => Ok(()),
-        Some((reason, detail)) => {
-            metrics.security_event(reason);
-            tracing::warn!(target: "edi_inbox::security", partner = %partner.id, %sender, %receiver, reason, "delivery refused");
-            Err(ApiError::Forbidden(detail))
-        }
-    }
-}
-
-/// An AS2 delivery's `AS2-From` must be one of the partner's registered AS2 names (a gateway
-/// forwarding for another partner, or a spoofed header, gets 403), and its `AS2-To` one of this
-/// service's own (`--as2-receiver-ids`, when set: a message addressed to another station gets 403).
-/// AS2 names compare exactly, as RFC 4130 has them case-sensitive.
-pub fn check_as2(ctx: &ApiContext, partner: &Partner, transport: &Transport) -> Result<(), ApiError> {
-    let Some((from, to)) = super::doors::as2_names(transport) else { return Ok(()) };
-    let refusal = if !partner.as2_ids.iter().any(|id| id == from) {
-        format!("partner {} does not send as AS2 name {from:?}", partner.id)
-    } else if !ctx.as2_receiver_ids.is_empty()
-        && !to.is_some_and(|to| ctx.as2_receiver_ids.iter().any(|id| id == to))
-    {
-        format!("this service does not receive as AS2 name {:?}", to.unwrap_or_default())
-    } else {
-        return Ok(());
-    };
-    ctx.metrics.security_event("wrong-as2-id");
-    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, as2_to = to.unwrap_or_default(), "AS2 delivery refused");
-    Err(ApiError::Forbidden(refusal))
 }
 
 /// Whether a request needs the admin token: `/v1/admin/…` always; with partner authentication also
@@ -222,7 +160,7 @@ pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, nex
     };
     let (parts, body) = request.into_parts();
     if !presents_token(&parts, expected) {
-        ctx.metrics.security_event("bad-admin-token");
+        ingest::security_event("bad-admin-token");
         return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
     }
     next.run(Request::from_parts(parts, body)).await

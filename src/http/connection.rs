@@ -12,12 +12,31 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use crate::config::ServerConfig;
+
 /// The timeouts and the cap on open connections of the server.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
     pub first_byte: Duration,
     pub idle: Duration,
     pub max_connections: usize,
+}
+
+impl ConnectionLimits {
+    /// The server's configured timeouts, checked against each other.
+    pub fn from_config(server: &ServerConfig) -> Result<ConnectionLimits, String> {
+        if server.idle_timeout <= server.request_timeout {
+            return Err(format!(
+                "the idle timeout ({} s) must exceed the request timeout ({} s)",
+                server.idle_timeout, server.request_timeout
+            ));
+        }
+        Ok(ConnectionLimits {
+            first_byte: Duration::from_secs(server.header_timeout),
+            idle: Duration::from_secs(server.idle_timeout),
+            max_connections: server.max_connections,
+        })
+    }
 }
 
 /// When a connection last moved a byte, in milliseconds since it was accepted (0: never).

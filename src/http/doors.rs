@@ -72,7 +72,7 @@ pub async fn validate_webhook(
     })?;
     let allowed = ctx.webhook_allowed_origins.iter().find(|o| *o == "*" || o.eq_ignore_ascii_case(origin));
     let Some(allowed) = allowed else {
-        ctx.metrics.security_event("webhook-origin-refused");
+        crate::ingest::security_event("webhook-origin-refused");
         return Err(ApiError::Forbidden(format!("origin {origin:?} may not push CloudEvents here")));
     };
     let rate = ctx.rate_limit.to_string();
@@ -181,15 +181,6 @@ fn raw_transport(headers: &HeaderMap) -> Result<Transport, ApiError> {
         return Ok(Transport::new(Door::Webhook, Some(id)).with("timestamp", h("webhook-timestamp")));
     }
     Ok(Transport::default())
-}
-
-/// The AS2 names of a delivery: who the gateway says sent it and to whom.
-pub fn as2_names(transport: &Transport) -> Option<(&str, Option<&str>)> {
-    if transport.door != Door::As2 {
-        return None;
-    }
-    let name = |key: &str| transport.meta.get(key).and_then(Value::as_str);
-    Some((name("as2_from")?, name("as2_to")))
 }
 
 /// What a delivery's body turned out to hold.

@@ -3,7 +3,6 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::request::Parts;
-use chrono::Utc;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -39,15 +38,12 @@ pub struct Backlog {
 
 impl From<OutboxStats> for Backlog {
     fn from(stats: OutboxStats) -> Backlog {
-        Backlog { pending: stats.pending, dead: stats.dead, relay_lag_seconds: relay_lag_seconds(&stats) }
+        Backlog {
+            pending: stats.pending,
+            dead: stats.dead,
+            relay_lag_seconds: super::metrics::relay_lag_seconds(&stats),
+        }
     }
-}
-
-/// Seconds since the oldest pending message was written.
-pub fn relay_lag_seconds(stats: &OutboxStats) -> f64 {
-    stats
-        .oldest_pending
-        .map_or(0.0, |oldest| ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0)
 }
 
 /// Readiness: the database answers and all migrations are applied; with the admin token (or in

@@ -1,8 +1,8 @@
 //! `/v1/interchanges`: the inbox endpoint that receives interchanges, and reading them back.
 
-use axum::Json;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
+use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
@@ -10,31 +10,23 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
+use tokio::sync::OwnedSemaphorePermit;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::problem::{ApiError, PROBLEM_JSON, Problem};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
-
-use std::net::IpAddr;
-use std::sync::Arc;
-
-use tokio::sync::OwnedSemaphorePermit;
-
 use super::limits::Reservation;
+use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::{ApiContext, auth, doors, non_empty, page_limit, parse_id};
-use crate::edi::{self, PartyId, Standard, ack};
-use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
-use crate::inbox::resource::{BypassedResource, IdempotencyKey, InterchangePage, InterchangeResource};
-use crate::inbox::transport::{Door, Transport};
-use crate::inbox::{self, Delivery, Outcome, Status};
-use crate::partners::directory::Directory;
-use crate::partners::{ConflictPolicy, Partner, Validation};
-use crate::store::{
-    Attempt, AttemptFacts, DeliveryAttempt, FirstAttempt, HeldPayload, Hold, InterchangeFilter,
-    StoredInterchange,
-};
+use crate::edi::{PartyId, Standard, ack};
+use crate::inbox::Status;
+use crate::inbox::quarantine::Quarantined;
+use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
+use crate::inbox::transport::Transport;
+use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report};
+use crate::partners::Partner;
+use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, SnsSubscription, StoredInterchange};
 
 /// Set on every response that repeats the outcome of an earlier delivery.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -125,64 +117,48 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
     let started = std::time::Instant::now();
     let mut facts = attempt_facts(&request, remote);
-    let result = deliver(&ctx, request, remote, &mut facts, received_at).await;
-    conclude(&ctx, result, &facts, remote, received_at, started)
+    let ack_wanted = wants_ack(request.headers());
+    let arrived = match deliver(&ctx, request, remote, &mut facts, received_at).await {
+        Ok(arrived) => arrived,
+        Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
+    };
+    let (response, report) = match &arrived {
+        Arrived::Interchange(ingested) => match respond(&ctx, ack_wanted, ingested).await {
+            Ok(response) => (response, ctx.ingest.report(ingested, &facts, received_at)),
+            Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
+        },
+        Arrived::SnsKept(kept) => {
+            let status = StatusCode::OK.as_u16();
+            let report =
+                Report { outcome: "sns-subscription", status, key: None, attempt: None, refused: false };
+            (Json(kept).into_response(), report)
+        }
+    };
+    ctx.ingest.conclude(report, &facts, received_at, started);
+    response
 }
 
-/// Audits, counts and logs what became of a delivery (from any door or queue), and gives its answer.
-pub fn conclude(
+/// Answers, counts and logs a refused delivery; a refusal of an unproven caller also counts
+/// against its address.
+fn refused(
     ctx: &ApiContext,
-    result: Result<Answer, ApiError>,
+    error: ApiError,
     facts: &AttemptFacts,
     remote: Option<IpAddr>,
     received_at: chrono::DateTime<Utc>,
     started: std::time::Instant,
 ) -> Response {
-    let (outcome, response, key) = match result {
-        Ok(answer) => {
-            if let Some(attempt) = answer.attempt {
-                if let (true, Some(id)) = (attempt.outcome == "replayed", attempt.inbox_id) {
-                    super::metrics::replay(id);
-                }
-                ctx.store.audit(attempt);
-            }
-            (answer.outcome, answer.response, answer.key)
-        }
-        Err(error) => {
-            let (outcome, status) = (error.outcome(), error.status());
-            if !status.is_server_error() {
-                ctx.store.refused(outcome, status.as_u16(), facts, received_at);
-                if let (Some(remote), None) = (remote, &facts.partner_id) {
-                    ctx.limiter.refused(remote);
-                }
-            }
-            (outcome, error.into_response(), None)
-        }
-    };
-    ctx.metrics.delivery(outcome);
-    super::metrics::interchange(
-        facts.partner_id.as_deref(),
-        key.as_ref().map(|(_, standard)| *standard),
-        outcome,
-    );
-    // One line per delivery, with what an operator searches by; never the payload or a credential.
-    tracing::info!(
-        target: "edi_inbox::delivery",
-        request_id = facts.request_id.as_deref().unwrap_or("-"),
-        partner = facts.partner_id.as_deref().unwrap_or("-"),
-        door = facts.transport.door.as_str(),
-        transport_id = facts.transport.id.as_deref().unwrap_or("-"),
-        source = key.as_ref().map_or("-", |(k, _)| k.source.as_str()),
-        message_id = key.as_ref().map_or("-", |(k, _)| k.message_id.as_str()),
-        outcome,
-        status = response.status().as_u16(),
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-        "delivery"
-    );
-    response
+    let status = error.status();
+    if let (false, Some(remote), None) = (status.is_server_error(), remote, &facts.partner_id) {
+        ctx.limiter.refused(remote);
+    }
+    let report =
+        Report { outcome: error.outcome(), status: status.as_u16(), key: None, attempt: None, refused: true };
+    ctx.ingest.conclude(report, facts, received_at, started);
+    error.into_response()
 }
 
-/// What the audit trail keeps of a request before anything is known about its content.
+/// What the request's headers tell the audit trail before anything is known about its content.
 fn attempt_facts(request: &Request, remote: Option<IpAddr>) -> AttemptFacts {
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     AttemptFacts::new(
@@ -193,19 +169,17 @@ fn attempt_facts(request: &Request, remote: Option<IpAddr>) -> AttemptFacts {
     )
 }
 
-/// What a delivery is answered with, the audit row of a replay, conflict or bypass, and its key.
-pub struct Answer {
-    pub outcome: &'static str,
-    pub response: Response,
-    attempt: Option<Attempt>,
-    key: Option<(IdempotencyKey, Standard)>,
+/// What an admitted, proven request came to.
+enum Arrived {
+    /// An interchange, through the inbox.
+    Interchange(Ingested),
+    /// An SNS subscription message, kept for an operator.
+    SnsKept(SnsSubscription),
 }
 
 /// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
 /// the parsed segments, the response and the database parameters), for the byte budget.
 const BUFFER_COPIES: usize = 4;
-/// Bodies larger than this are parsed on the blocking pool, not on an async worker.
-const INLINE_PARSE_BYTES: usize = 256 * 1024;
 
 /// What a request is allowed before its body is read.
 struct Admitted {
@@ -232,7 +206,7 @@ async fn admit(
     match &caller {
         auth::Caller::Partner(partner) => {
             charge(ctx, partner, facts)?;
-            auth::check_as2(ctx, partner, &facts.transport)?;
+            check_as2(ctx, partner, &facts.transport)?;
         }
         auth::Caller::Signed { .. } => {
             if let Some(remote) = remote {
@@ -270,14 +244,19 @@ fn charge(ctx: &ApiContext, partner: &Partner, facts: &mut AttemptFacts) -> Resu
     ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)
 }
 
-/// Authenticates, reads, unwraps, parses and records one delivery.
+/// An AS2 delivery's names must be the partner's and ours.
+fn check_as2(ctx: &ApiContext, partner: &Partner, transport: &Transport) -> Result<(), ApiError> {
+    Ok(ingest::check_as2(&ctx.ingest.options().as2_receiver_ids, partner, transport)?)
+}
+
+/// Authenticates, reads and unwraps one delivery, and hands its interchange to the inbox.
 async fn deliver(
     ctx: &ApiContext,
     request: Request,
     remote: Option<IpAddr>,
     facts: &mut AttemptFacts,
     received_at: chrono::DateTime<Utc>,
-) -> Result<Answer, ApiError> {
+) -> Result<Arrived, ApiError> {
     let (parts, body) = request.into_parts();
     let admitted = match admit(ctx, &parts, remote, facts).await {
         Ok(admitted) => admitted,
@@ -289,11 +268,11 @@ async fn deliver(
     let body = read_body(body, ctx.body_limit).await?;
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let signed = matches!(admitted.caller, auth::Caller::Signed { .. });
-    let caller = auth::verify_signature(ctx, &parts, admitted.caller, &body)?;
+    let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
     let partner = caller.partner().cloned();
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, facts)?;
-        auth::check_as2(ctx, partner, &facts.transport)?;
+        check_as2(ctx, partner, &facts.transport)?;
     }
     let limit = body_limit(ctx, &caller);
     if body.len() > limit {
@@ -305,353 +284,46 @@ async fn deliver(
             let kept = ctx.store.keep_sns_control(&control, facts.partner_id.as_deref(), received_at).await?;
             tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %control.topic_arn,
                 "SNS subscription message kept for an operator to confirm");
-            Ok(Answer {
-                outcome: "sns-subscription",
-                response: Json(kept).into_response(),
-                attempt: None,
-                key: None,
-            })
+            Ok(Arrived::SnsKept(kept))
         }
         doors::Arrival::Interchange { body, content_type, transport } => {
             facts.transport = transport;
-            let inbound = Inbound {
-                body,
-                content_type,
-                partner: PartnerOf::Caller(partner),
-                wants_ack: wants_ack(&parts.headers),
-            };
-            ingest(ctx, inbound, facts, received_at).await
+            let inbound = Inbound { body, content_type, partner: PartnerOf::Caller(partner) };
+            Ok(Arrived::Interchange(ctx.ingest.deliver(inbound, facts, received_at).await?))
         }
     }
 }
 
-/// Whose settings apply to an interchange.
-pub enum PartnerOf {
-    /// The proven caller's (none in open mode).
-    Caller(Option<Arc<Partner>>),
-    /// The partner whose sender identity the envelope names: messages from a queue, which the
-    /// broker authenticated. With partner authentication an unknown sender is refused.
-    Sender(Arc<Directory>),
-}
-
-/// An unwrapped interchange, from any door or queue.
-pub struct Inbound {
-    pub body: Bytes,
-    pub content_type: Option<String>,
-    pub partner: PartnerOf,
-    /// The acknowledgement is wanted as the body.
-    pub wants_ack: bool,
-}
-
-/// What parsing made of an interchange.
-enum Prepared {
-    /// It goes through the inbox.
-    Delivery(Delivery, Option<Arc<Partner>>),
-    /// Every document is of a type its partner declared naturally idempotent: answered without a claim.
-    Bypassed(BypassedResource, Option<Arc<Partner>>),
-}
-
-/// Parses and records one interchange exactly once, applying its partner's policies.
-pub async fn ingest(
-    ctx: &ApiContext,
-    inbound: Inbound,
-    facts: &mut AttemptFacts,
-    received_at: chrono::DateTime<Utc>,
-) -> Result<Answer, ApiError> {
-    let wants_ack = inbound.wants_ack;
-    let (delivery, partner) = match prepare(ctx, inbound, received_at).await? {
-        Prepared::Delivery(delivery, partner) => (delivery, partner),
-        Prepared::Bypassed(resource, partner) => {
-            facts.partner_id = partner.map(|p| p.id.clone());
-            return Ok(bypassed(resource, facts, received_at));
-        }
-    };
-    if let Some(partner) = &partner {
-        facts.partner_id = Some(partner.id.clone());
-    }
-    let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
-    let mut delivery = Arc::new(delivery);
-    let mut outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts, policy)).await?;
-    if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
-        let mut distinguished = Arc::unwrap_or_clone(delivery);
-        distinguished.distinguish_by_content();
-        delivery = Arc::new(distinguished);
-        outcome = ctx.store.record(&delivery, &first_attempt(&delivery, facts, policy)).await?;
-    }
-    if let (ConflictPolicy::Quarantine, Some(partner)) = (policy, &partner)
-        && let Some(hold) = quarantine(&partner.id, &delivery, &outcome)
-    {
-        let audited = matches!(outcome, Outcome::Recorded { .. });
-        return held(ctx, &delivery, hold, audited, facts, received_at).await;
-    }
-    respond(ctx, wants_ack, &delivery, outcome, facts, received_at).await
-}
-
-/// Parses and maps the body into a delivery, checking the sender against its partner; large
-/// bodies on the blocking pool so that the async workers keep serving.
-async fn prepare(
-    ctx: &ApiContext,
-    inbound: Inbound,
-    received_at: chrono::DateTime<Utc>,
-) -> Result<Prepared, ApiError> {
-    let (limits, metrics, accounting, partner_auth) =
-        (ctx.parse_limits, Arc::clone(&ctx.metrics), ctx.book_with_accounting, ctx.partner_auth);
-    let Inbound { body, content_type, partner, .. } = inbound;
-    let inline = body.len() <= INLINE_PARSE_BYTES;
-    let work = move || {
-        let mut unwrapped = Vec::new();
-        let mut interchange = edi::parse(&body, &mut unwrapped, limits).map_err(ApiError::Malformed)?;
-        let partner = match partner {
-            PartnerOf::Caller(partner) => partner,
-            PartnerOf::Sender(directory) => {
-                let sender = inbox::key(&interchange.envelope).source;
-                match directory.by_sender(&sender) {
-                    Some(partner) => Some(auth::active(Arc::clone(partner))?),
-                    None if partner_auth => {
-                        return Err(ApiError::Forbidden(format!("no partner sends as {sender}")));
-                    }
-                    None => None,
-                }
-            }
-        };
-        auth::check_sender(&metrics, partner.as_deref(), &interchange.envelope)?;
-        if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
-            interchange = interchange.lenient();
-        }
-        Ok(match interchange.documents() {
-            Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
-                Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
-            }
-            Ok(documents) => {
-                let mut delivery =
-                    Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
-                if accounting {
-                    delivery.book_with_accounting();
-                }
-                Prepared::Delivery(delivery, partner)
-            }
-            Err(error) => {
-                let delivery =
-                    Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
-                        ApiError::Invalid { error: error.clone(), interchange_id: id }.body()
-                    });
-                Prepared::Delivery(delivery, partner)
-            }
-        })
-    };
-    if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| ApiError::Internal)? }
-}
-
-/// The answer to a bypassed interchange: 200 with what was read, and an audit row (no inbox row).
-fn bypassed(resource: BypassedResource, facts: &AttemptFacts, received_at: chrono::DateTime<Utc>) -> Answer {
-    let key = resource.idempotency_key.clone();
-    let standard = resource.standard;
-    let attempt = Attempt {
-        inbox_id: None,
-        key: key.clone(),
-        outcome: "bypassed",
-        status: StatusCode::OK.as_u16(),
-        facts: facts.clone(),
-        at: received_at,
-    };
-    Answer {
-        outcome: "bypassed",
-        response: (StatusCode::OK, Json(resource)).into_response(),
-        attempt: Some(attempt),
-        key: Some((key, standard)),
-    }
-}
-
-/// What a quarantine-policy partner's delivery is held for, if it would be refused: a conflict
-/// (409) or an invalid interchange (422, first or replayed).
-fn quarantine<'a>(partner_id: &'a str, delivery: &'a Delivery, outcome: &Outcome) -> Option<Hold<'a>> {
-    let (reason, interchange_id, problem) = match outcome {
-        Outcome::Conflict { original_id } => {
-            let error = ApiError::Conflict {
-                original_id: *original_id,
-                sender: delivery.key.source.clone(),
-                message_id: delivery.key.message_id.clone(),
-            };
-            (QuarantineReason::Conflict, *original_id, error.body())
-        }
-        Outcome::Recorded { .. } if delivery.status == Status::Rejected => {
-            (QuarantineReason::Invalid, delivery.id, delivery.response.clone())
-        }
-        Outcome::Replayed { id, status: Status::Rejected, body } => {
-            (QuarantineReason::Invalid, *id, body.clone())
-        }
-        Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,
-    };
-    Some(Hold {
-        partner_id,
-        source: &delivery.key.source,
-        message_id: &delivery.key.message_id,
-        payload_sha256: &delivery.fingerprint,
-        reason,
-        payload: &delivery.payload,
-        content_type: delivery.content_type.as_deref(),
-        problem,
-        interchange_id,
-        received_at: delivery.received_at,
-    })
-}
-
-/// Holds a delivery a broker would otherwise retry for days and answers 202 with the entry (the
-/// same entry, marked replayed, for every redelivery of that content).
-async fn held(
-    ctx: &ApiContext,
-    delivery: &Delivery,
-    hold: Hold<'_>,
-    audited: bool,
-    facts: &AttemptFacts,
-    received_at: chrono::DateTime<Utc>,
-) -> Result<Answer, ApiError> {
-    let (entry, fresh) = ctx.store.hold(&hold).await?;
-    if fresh {
-        tracing::warn!(target: "edi_inbox::quarantine", id = %entry.id, partner = %entry.partner_id,
-            reason = entry.reason.as_str(), source = %entry.source, message_id = %entry.message_id,
-            "delivery quarantined for an operator");
-    }
-    let attempt = (!audited).then(|| Attempt {
-        inbox_id: Some(hold.interchange_id),
-        key: delivery.key.clone(),
-        outcome: QUARANTINED,
-        status: StatusCode::ACCEPTED.as_u16(),
-        facts: facts.clone(),
-        at: received_at,
-    });
-    let mut response = (StatusCode::ACCEPTED, Json(entry)).into_response();
-    if !fresh {
-        response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
-    }
-    Ok(Answer {
-        outcome: QUARANTINED,
-        response,
-        attempt,
-        key: Some((delivery.key.clone(), delivery.envelope.standard)),
-    })
-}
-
-/// Processes a held delivery after all, under its partner's current settings: recorded under its
-/// content-distinguished key (`{control number}#{fingerprint prefix}`), so that it neither replaces
-/// the interchange it conflicts with nor replays the rejection it got. Still invalid: 409.
-pub async fn release(
-    ctx: &ApiContext,
-    held: HeldPayload,
-    partner: Arc<Partner>,
-) -> Result<Quarantined, ApiError> {
-    let received_at = Utc::now();
-    let facts = AttemptFacts {
-        partner_id: Some(partner.id.clone()),
-        body_bytes: i64::try_from(held.payload.len()).unwrap_or(i64::MAX),
-        transport: Transport::new(Door::Direct, None).with("released_from", Some(held.entry.id.to_string())),
-        ..AttemptFacts::default()
-    };
-    let inbound = Inbound {
-        body: held.payload,
-        content_type: held.content_type,
-        partner: PartnerOf::Caller(Some(partner)),
-        wants_ack: false,
-    };
-    let Prepared::Delivery(mut delivery, _) = prepare(ctx, inbound, received_at).await? else {
-        return Err(ApiError::WrongState("its documents now bypass the inbox; discard it".into()));
-    };
-    if delivery.status == Status::Rejected {
-        return Err(ApiError::WrongState(format!(
-            "it is still invalid under the partner's current settings: {}",
-            serde_json::from_str::<serde_json::Value>(&delivery.response)
-                .ok()
-                .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
-                .unwrap_or_default()
-        )));
-    }
-    delivery.distinguish_by_content();
-    let delivery = Arc::new(delivery);
-    let interchange_id = match ctx
-        .store
-        .record(&delivery, &first_attempt(&delivery, &facts, ConflictPolicy::Process))
-        .await?
-    {
-        Outcome::Recorded { .. } => delivery.id,
-        Outcome::Replayed { id, .. } => id,
-        Outcome::Conflict { original_id } => {
-            return Err(ApiError::WrongState(format!(
-                "its distinguished key is held by interchange {original_id}"
-            )));
-        }
-    };
-    ctx.store
-        .resolve_hold(held.entry.id, QuarantineStatus::Released, Some(interchange_id), received_at)
-        .await?
-        .ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))
-}
-
-/// The audit row a first delivery writes with itself.
-fn first_attempt(delivery: &Delivery, facts: &AttemptFacts, policy: ConflictPolicy) -> FirstAttempt {
-    let status = match (delivery.status, policy) {
-        (Status::Rejected, ConflictPolicy::Quarantine) => StatusCode::ACCEPTED,
-        (status, _) => answer_status(status, false),
-    };
-    FirstAttempt { facts: facts.clone(), status: status.as_u16() }
-}
-
-/// The status of an answer: 201 for a first processing, 200 for its replays, 422 for a rejection.
-fn answer_status(status: Status, replayed: bool) -> StatusCode {
-    match (status, replayed) {
-        (Status::Processed, false) => StatusCode::CREATED,
-        (Status::Processed, true) => StatusCode::OK,
-        (Status::Rejected, _) => StatusCode::UNPROCESSABLE_ENTITY,
-    }
-}
-
-/// The answer to a recorded delivery: the stored body (or acknowledgement) with its status and
-/// headers, the audit trail's name for what happened, and the audit row of a replay or conflict.
-async fn respond(
-    ctx: &ApiContext,
-    ack_wanted: bool,
-    delivery: &Delivery,
-    outcome: Outcome,
-    facts: &AttemptFacts,
-    received_at: chrono::DateTime<Utc>,
-) -> Result<Answer, ApiError> {
-    let key = Some((delivery.key.clone(), delivery.envelope.standard));
-    let attempt = |inbox_id: Uuid, outcome: &'static str, status: StatusCode| Attempt {
-        inbox_id: Some(inbox_id),
-        key: delivery.key.clone(),
-        outcome,
-        status: status.as_u16(),
-        facts: facts.clone(),
-        at: received_at,
-    };
-    let (status, body, replayed, id) = match outcome {
-        Outcome::Recorded { ack_control_number } => {
+/// The HTTP answer to an ingested delivery: the stored body (or acknowledgement) with its status
+/// and headers.
+async fn respond(ctx: &ApiContext, ack_wanted: bool, ingested: &Ingested) -> Result<Response, ApiError> {
+    let (delivery, status, body, replayed, id) = match ingested {
+        Ingested::Recorded { delivery, ack_control_number } => {
             let body = if ack_wanted {
-                ack::with_control_number(&delivery.ack, ack_control_number)
+                ack::with_control_number(&delivery.ack, *ack_control_number)
             } else {
                 delivery.response.clone()
             };
-            (delivery.status, body, false, delivery.id)
+            (delivery, delivery.status, body, false, delivery.id)
         }
-        Outcome::Replayed { id, status, body } => {
-            let body = if ack_wanted { ctx.store.ack(id).await?.ok_or(ApiError::NotFound)? } else { body };
-            (status, body, true, id)
+        Ingested::Replayed { delivery, id, status, body } => {
+            let body =
+                if ack_wanted { ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)? } else { body.clone() };
+            (delivery, *status, body, true, *id)
         }
-        Outcome::Conflict { original_id } => {
-            let error = ApiError::Conflict {
-                original_id,
-                sender: delivery.key.source.clone(),
-                message_id: delivery.key.message_id.clone(),
-            };
-            let attempt = attempt(original_id, error.outcome(), error.status());
-            return Ok(Answer {
-                outcome: attempt.outcome,
-                response: error.into_response(),
-                attempt: Some(attempt),
-                key,
-            });
+        Ingested::Conflict { delivery, original_id } => {
+            return Ok(problem::conflict(*original_id, &delivery.key).into_response());
         }
+        Ingested::Quarantined { entry, fresh, .. } => {
+            let mut response = (StatusCode::ACCEPTED, Json(entry)).into_response();
+            if !fresh {
+                response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+            }
+            return Ok(response);
+        }
+        Ingested::Bypassed(resource) => return Ok((StatusCode::OK, Json(resource)).into_response()),
     };
-    let code = answer_status(status, replayed);
+    let code = problem::reply_status(ingested.reply());
     let content_type = match (ack_wanted, status) {
         (true, _) => ack_media_type(delivery.envelope.standard),
         (false, Status::Processed) => "application/json",
@@ -667,36 +339,7 @@ async fn respond(
         let name = if replayed { header::CONTENT_LOCATION } else { header::LOCATION };
         headers.insert(name, HeaderValue::from_str(&location).map_err(|_| ApiError::Internal)?);
     }
-    let outcome = match (replayed, status) {
-        (true, _) => "replayed",
-        (false, Status::Processed) => "recorded",
-        (false, Status::Rejected) => "rejected",
-    };
-    let attempt = replayed.then(|| attempt(id, outcome, code));
-    Ok(Answer { outcome, response, attempt, key })
-}
-
-/// What a queue consumer tells its broker after a delivery was answered with `status`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settlement {
-    /// Done: recorded, replayed, held, bypassed, or rejected and stored (422).
-    Ack,
-    /// It can never succeed as it is (malformed, forbidden, conflicting, too large): out of the
-    /// queue, into its dead letters.
-    DeadLetter,
-    /// The database or this instance could not take it now: redeliver after a backoff.
-    Retry,
-}
-
-/// See [`Settlement`].
-pub fn settlement(status: StatusCode) -> Settlement {
-    if status.is_success() || status == StatusCode::UNPROCESSABLE_ENTITY {
-        Settlement::Ack
-    } else if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-        Settlement::Retry
-    } else {
-        Settlement::DeadLetter
-    }
+    Ok(response)
 }
 
 /// Reads the body up to `limit` bytes (413 beyond).
@@ -898,28 +541,4 @@ pub async fn list_interchanges(
         limit: page_limit(query.limit)?,
     };
     Ok(Json(ctx.store.interchanges(&filter).await?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_queue_retries_only_what_may_succeed_later() {
-        for (status, expected) in [
-            (StatusCode::CREATED, Settlement::Ack),
-            (StatusCode::OK, Settlement::Ack),
-            (StatusCode::ACCEPTED, Settlement::Ack),
-            (StatusCode::UNPROCESSABLE_ENTITY, Settlement::Ack),
-            (StatusCode::BAD_REQUEST, Settlement::DeadLetter),
-            (StatusCode::FORBIDDEN, Settlement::DeadLetter),
-            (StatusCode::CONFLICT, Settlement::DeadLetter),
-            (StatusCode::PAYLOAD_TOO_LARGE, Settlement::DeadLetter),
-            (StatusCode::TOO_MANY_REQUESTS, Settlement::Retry),
-            (StatusCode::SERVICE_UNAVAILABLE, Settlement::Retry),
-            (StatusCode::INTERNAL_SERVER_ERROR, Settlement::Retry),
-        ] {
-            assert_eq!(settlement(status), expected, "{status}");
-        }
-    }
 }

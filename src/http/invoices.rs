@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, non_empty, page_limit, parse_id};
-use crate::accounting::AccountingStatus;
+use crate::inbox::outbox::AccountingStatus;
 use crate::inbox::resource::{InvoicePage, InvoiceResource};
 use crate::store::InvoiceFilter;
 

@@ -5,7 +5,7 @@
 //! from proven partners, never from what an unauthenticated request says.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
@@ -13,11 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use uuid::Uuid;
 
 use super::ApiContext;
-use super::health::relay_lag_seconds;
-use crate::edi::Standard;
+use crate::store::OutboxStats;
 
 /// Bounds of the latency histograms, in seconds.
 const LATENCY_BUCKETS: [f64; 13] =
@@ -82,47 +80,6 @@ fn describe() {
     describe_gauge!("edi_inbox_purge_last_success_timestamp_seconds", "When the last purge run finished.");
 }
 
-impl Metrics {
-    /// A delivery attempt by how it ended.
-    pub fn delivery(&self, outcome: &'static str) {
-        metrics::counter!("edi_inbox_deliveries_total", "outcome" => outcome).increment(1);
-    }
-
-    /// A refusal worth an operator's attention.
-    pub fn security_event(&self, reason: &'static str) {
-        metrics::counter!("edi_inbox_security_events_total", "reason" => reason).increment(1);
-    }
-}
-
-/// What became of an interchange delivery, for `edi_inbox_interchanges_total`: the partner (proven,
-/// else `-`), the standard (`x12`, `edifact`, or `-` when unreadable) and the outcome in the
-/// metric's words.
-pub fn interchange(partner: Option<&str>, standard: Option<Standard>, outcome: &'static str) {
-    let outcome = match outcome {
-        "unauthenticated" => "unauthorized",
-        "rate-limited" => "rate_limited",
-        "too-large" => "too_large",
-        "unsupported-media-type" => "unsupported_media_type",
-        "bad-request" => "bad_request",
-        "invalid-transport" => "invalid_transport",
-        "sns-subscription" => "sns_subscription",
-        other => other,
-    };
-    let standard = standard.map_or("-", Standard::as_str);
-    let partner = partner.unwrap_or("-").to_owned();
-    metrics::counter!("edi_inbox_interchanges_total", "partner" => partner, "standard" => standard, "outcome" => outcome)
-        .increment(1);
-}
-
-/// A replay of interchange `first` (a UUIDv7, minted at its first delivery): how long after it.
-pub fn replay(first: Uuid) {
-    if let Some((seconds, nanos)) = first.get_timestamp().map(|t| t.to_unix()) {
-        let first = Duration::new(seconds, nanos);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        metrics::histogram!("edi_inbox_replay_delay_seconds").record(now.saturating_sub(first).as_secs_f64());
-    }
-}
-
 /// Counts and times every request to a matched route, by route template, method and status.
 pub async fn track(request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
@@ -163,4 +120,11 @@ pub async fn metrics(State(ctx): State<ApiContext>) -> impl IntoResponse {
         Err(error) => tracing::warn!(%error, "the stored interchanges could not be counted for /metrics"),
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ctx.metrics.handle.render())
+}
+
+/// Seconds since the oldest pending message was written.
+pub fn relay_lag_seconds(stats: &OutboxStats) -> f64 {
+    stats
+        .oldest_pending
+        .map_or(0.0, |oldest| ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0)
 }

@@ -40,6 +40,7 @@ use utoipa_swagger_ui::{Config, SwaggerUi};
 use uuid::Uuid;
 
 use crate::config::ServerConfig;
+use crate::ingest::Ingest;
 use crate::store::Store;
 pub use connection::ConnectionLimits;
 use problem::ApiError;
@@ -57,25 +58,17 @@ pub struct ApiContext {
     pub rate_limit: u32,
     pub limiter: Arc<limits::Limiter>,
     pub metrics: Arc<metrics::Metrics>,
-    /// Bounds of the parser.
-    pub parse_limits: crate::edi::Limits,
-    /// Every recorded invoice gets an outbox message for the accounting API.
-    pub book_with_accounting: bool,
+    /// The delivery use case every door hands its interchanges to.
+    pub ingest: Ingest,
     /// Origins the CloudEvents webhook validation handshake allows.
     pub webhook_allowed_origins: Arc<[String]>,
-    /// The AS2 names an AS2 delivery's `AS2-To` must be one of (none: not checked).
-    pub as2_receiver_ids: Arc<[String]>,
 }
 
 impl ApiContext {
-    pub fn new(
-        store: Store,
-        server: &ServerConfig,
-        partner_auth: bool,
-        book_with_accounting: bool,
-    ) -> ApiContext {
+    pub fn new(ingest: Ingest, server: &ServerConfig) -> ApiContext {
+        let partner_auth = ingest.options().partner_auth;
         ApiContext {
-            store,
+            store: ingest.store().clone(),
             body_limit: server.body_limit,
             request_timeout: server.request_timeout(),
             partner_auth,
@@ -88,17 +81,12 @@ impl ApiContext {
                 buffered_bytes: server.buffer_bytes,
             })),
             metrics: Arc::default(),
-            parse_limits: crate::edi::Limits {
-                max_segments: server.max_segments,
-                max_element_length: server.max_element_length,
-            },
-            book_with_accounting,
+            ingest,
             webhook_allowed_origins: server
                 .webhook_allowed_origins
                 .iter()
                 .map(|o| o.trim().to_owned())
                 .collect(),
-            as2_receiver_ids: server.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
         }
     }
 }

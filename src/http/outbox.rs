@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, page_limit, parse_id};
-use crate::accounting::{AccountingStatus, OutboxEntry, OutboxPage};
+use crate::accounting::{OutboxEntry, OutboxPage};
+use crate::inbox::outbox::AccountingStatus;
 use crate::store::{OutboxFilter, Transition};
 
 #[derive(Debug, Deserialize, IntoParams)]

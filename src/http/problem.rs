@@ -3,11 +3,12 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::edi::EdiError;
+pub use crate::inbox::problem::Problem;
+use crate::inbox::resource::IdempotencyKey;
+use crate::ingest::{self, Answers, Reply};
 use crate::store::StoreError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -18,33 +19,6 @@ const RETRY_AFTER_SECONDS: &str = "5";
 /// Whole seconds to wait, at least one.
 fn retry_after(wait: std::time::Duration) -> u64 {
     wait.as_secs_f64().ceil().max(1.0) as u64
-}
-
-/// An RFC 9457 problem. `type` is a stable relative URI; EDI errors add their location.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Problem {
-    #[serde(rename = "type")]
-    #[schema(example = "/problems/invalid-interchange")]
-    pub kind: String,
-    #[schema(example = "Invalid interchange")]
-    pub title: String,
-    #[schema(example = 422)]
-    pub status: u16,
-    pub detail: String,
-    /// 1-based segment number of the error (ISA or UNB is 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segment_position: Option<usize>,
-    /// Tag of the segment in error.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = "IEA")]
-    pub segment: Option<String>,
-    /// Element in error, e.g. `IEA02`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = "IEA02")]
-    pub element: Option<String>,
-    /// The interchange this problem is about: the stored rejected one (422) or the original (409).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interchange_id: Option<Uuid>,
 }
 
 /// Everything a request can fail with.
@@ -221,5 +195,75 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         response
+    }
+}
+
+impl From<ingest::Error> for ApiError {
+    fn from(error: ingest::Error) -> ApiError {
+        match error {
+            ingest::Error::Malformed(error) => ApiError::Malformed(error),
+            ingest::Error::Forbidden(detail) => ApiError::Forbidden(detail),
+            ingest::Error::WrongState(detail) => ApiError::WrongState(detail),
+            ingest::Error::Store(error) => ApiError::Store(error),
+            ingest::Error::Internal => ApiError::Internal,
+        }
+    }
+}
+
+/// The status of each reply to a delivery.
+pub fn reply_status(reply: Reply) -> StatusCode {
+    match reply {
+        Reply::Created => StatusCode::CREATED,
+        Reply::Replayed => StatusCode::OK,
+        Reply::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
+        Reply::Conflict => StatusCode::CONFLICT,
+        Reply::Held => StatusCode::ACCEPTED,
+    }
+}
+
+/// The status a delivery refused by the use case is answered with (as its [`ApiError`] has it).
+fn refusal_status(error: &ingest::Error) -> StatusCode {
+    match error {
+        ingest::Error::Malformed(_) => StatusCode::BAD_REQUEST,
+        ingest::Error::Forbidden(_) => StatusCode::FORBIDDEN,
+        ingest::Error::WrongState(_) => StatusCode::CONFLICT,
+        ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The conflict of a delivery with the interchange holding its key.
+pub fn conflict(original_id: Uuid, key: &IdempotencyKey) -> ApiError {
+    ApiError::Conflict { original_id, sender: key.source.clone(), message_id: key.message_id.clone() }
+}
+
+/// What the delivery use case stores of the HTTP contract.
+pub const ANSWERS: Answers = Answers {
+    invalid: |error, interchange_id| ApiError::Invalid { error: error.clone(), interchange_id }.body(),
+    conflict: |original_id, key| conflict(original_id, key).body(),
+    status: |reply| reply_status(reply).as_u16(),
+    refusal: |error| refusal_status(error).as_u16(),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edi::EdiError;
+
+    #[test]
+    fn a_refusal_is_audited_with_the_status_it_is_answered_with() {
+        let unavailable = || StoreError::Unavailable(sqlx::Error::PoolTimedOut);
+        let errors = [
+            ingest::Error::Malformed(EdiError::unlocated("not an interchange")),
+            ingest::Error::Forbidden("suspended".into()),
+            ingest::Error::WrongState("resolved".into()),
+            ingest::Error::Store(unavailable()),
+            ingest::Error::Store(StoreError::Corrupt("x".into())),
+            ingest::Error::Internal,
+        ];
+        for error in errors {
+            let audited = (ANSWERS.refusal)(&error);
+            assert_eq!(audited, ApiError::from(error).status().as_u16());
+        }
     }
 }

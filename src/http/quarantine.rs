@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, interchanges, page_limit, parse_id};
+use super::{ApiContext, page_limit, parse_id};
 use crate::inbox::quarantine::{QuarantinePage, QuarantineStatus, Quarantined};
 use crate::store::{QuarantineFilter, SnsSubscription};
 
@@ -64,7 +64,7 @@ pub async fn release_held(
     let held = ctx.store.held(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
     still_held(&held.entry)?;
     let partner = ctx.store.partner(&held.entry.partner_id).await?.ok_or(ApiError::NotFound)?;
-    Ok(Json(interchanges::release(&ctx, held, Arc::new(partner)).await?))
+    Ok(Json(ctx.ingest.release(held, Arc::new(partner)).await?))
 }
 
 /// Give up on a held delivery.

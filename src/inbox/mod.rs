@@ -2,6 +2,8 @@
 //! outcome of claiming its key is decided. The store writes a [`Delivery`] in one transaction and
 //! reports back what it found; [`decide`] turns that into an [`Outcome`] the same way on every backend.
 
+pub mod outbox;
+pub mod problem;
 pub mod quarantine;
 pub mod resource;
 pub mod transport;
@@ -10,8 +12,8 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use crate::accounting::OutboxMessage;
 use crate::edi::{Document, EdiError, Envelope, Interchange, ack};
+use outbox::OutboxMessage;
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
 /// Whether an interchange's documents were booked or the interchange was refused.
@@ -58,6 +60,15 @@ pub fn key(envelope: &Envelope) -> IdempotencyKey {
         ),
         message_id: envelope.control_number.clone(),
     }
+}
+
+/// `value` cut to at most `max` bytes, on a character boundary.
+pub fn truncated(value: &str, max: usize) -> String {
+    let mut end = value.len().min(max);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    value[..end].to_owned()
 }
 
 /// A document ready to be stored, with the ids it will be stored under.

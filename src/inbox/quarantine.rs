@@ -49,7 +49,7 @@ pub struct Quarantined {
     pub interchange_id: Uuid,
     /// The problem it would have been refused with.
     #[sqlx(try_from = "String")]
-    #[schema(value_type = crate::http::problem::Problem)]
+    #[schema(value_type = super::problem::Problem)]
     pub problem: StoredProblem,
     pub received_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Status;
-use crate::accounting::AccountingState;
+use super::outbox::AccountingState;
 use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.

@@ -74,7 +74,7 @@ impl Default for Transport {
 
 impl Transport {
     pub fn new(door: Door, id: Option<&str>) -> Transport {
-        Transport { door, id: id.map(|id| crate::store::truncated(id, MAX_ID_BYTES)), meta: Map::new() }
+        Transport { door, id: id.map(|id| super::truncated(id, MAX_ID_BYTES)), meta: Map::new() }
     }
 
     /// Adds one metadata value when present.
@@ -83,6 +83,15 @@ impl Transport {
             self.meta.insert(name.to_owned(), value.into());
         }
         self
+    }
+
+    /// An AS2 delivery's `AS2-From` and `AS2-To`; `None` for any other door.
+    pub fn as2_names(&self) -> Option<(&str, Option<&str>)> {
+        if self.door != Door::As2 {
+            return None;
+        }
+        let name = |key: &str| self.meta.get(key).and_then(Value::as_str);
+        Some((name("as2_from")?, name("as2_to")))
     }
 
     /// The metadata as stored: JSON of at most [`MAX_META_BYTES`], or none when there is none.
@@ -99,7 +108,7 @@ impl Transport {
             .iter()
             .map(|(name, value)| {
                 let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
-                (name.clone(), Value::String(crate::store::truncated(&text, 128)))
+                (name.clone(), Value::String(super::truncated(&text, 128)))
             })
             .chain([("truncated".to_owned(), Value::Bool(true))])
             .collect();

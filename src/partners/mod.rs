@@ -2,7 +2,6 @@
 //! Standard Webhooks signatures. Key generation, hashing and signature checks are pure; `admin`
 //! runs the registry operations over the store.
 
-pub mod admin;
 pub mod directory;
 pub mod webhooks;
 

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
 use crate::inbox::transport::Transport;
+use crate::inbox::truncated;
 
 /// Longest header value the audit trail keeps, in bytes.
 pub const MAX_HEADER_BYTES: usize = 256;
@@ -132,15 +133,6 @@ impl AttemptFacts {
             ..AttemptFacts::default()
         }
     }
-}
-
-/// `value` cut to at most `max` bytes, on a character boundary.
-pub fn truncated(value: &str, max: usize) -> String {
-    let mut end = value.len().min(max);
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    value[..end].to_owned()
 }
 
 /// One attempt on a key: a replay, a conflicting resend, a hold or a bypass (a first delivery

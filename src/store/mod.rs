@@ -85,13 +85,13 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
-use crate::accounting::{AccountingState, AccountingStatus};
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
+use crate::inbox::outbox::{AccountingState, AccountingStatus};
 use crate::inbox::resource::{InterchangePage, InterchangeSummary, InvoicePage, InvoiceResource};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
-pub use audit::{Attempt, AttemptFacts, truncated};
+pub use audit::{Attempt, AttemptFacts};
 pub use exports::{Export, FinishedExport};
-pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, Settlement, StorageStats, Transition};
+pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
 pub use quarantine::{HeldPayload, Hold, QuarantineFilter};
@@ -134,15 +134,9 @@ struct Shared {
 #[derive(Clone, Debug)]
 pub struct FirstAttempt {
     pub facts: AttemptFacts,
+    /// The audit trail's name for it (`recorded` or `rejected`).
+    pub outcome: &'static str,
     pub status: u16,
-}
-
-/// The audit trail's name for a first delivery.
-fn first_outcome(delivery: &Delivery) -> &'static str {
-    match delivery.status {
-        Status::Processed => "recorded",
-        Status::Rejected => "rejected",
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

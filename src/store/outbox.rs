@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Db, Store, StoreError, next_cursor};
-use crate::accounting::{AccountingStatus, OutboxEntry, OutboxPage};
+use crate::accounting::{OutboxEntry, OutboxPage, Settlement};
+use crate::inbox::outbox::AccountingStatus;
 
 /// How long the backlog figures are reused.
 pub(super) const STATS_TTL: Duration = Duration::from_secs(1);
@@ -21,14 +22,6 @@ pub struct Leased {
     pub payload: String,
     /// Attempts including this one.
     pub attempts: i32,
-}
-
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Settlement {
-    Delivered { reference: Option<String> },
-    Retry { at: DateTime<Utc>, error: String },
-    Dead { error: String },
 }
 
 /// How one leased attempt ended, at `at`.

@@ -15,9 +15,9 @@ use sqlx::query::QueryAs;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{StoreError, StoreOptions, audit, effect_rows, first_outcome, position};
-use crate::accounting::{self, OutboxMessage};
+use super::{StoreError, StoreOptions, audit, effect_rows, position};
 use crate::edi::ack;
+use crate::inbox::outbox::{self, OutboxMessage};
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
 /// The pool and the queue of the writer tasks.
@@ -365,7 +365,7 @@ fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         .bind(jobs.iter().map(|job| job.first.facts.partner_id.clone()).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.delivery.key.source.clone()).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.delivery.key.message_id.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| first_outcome(&job.delivery)).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|job| job.first.outcome).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| i32::from(job.first.status)).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.first.facts.request_id.clone()).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.first.facts.remote_addr.clone()).collect::<Vec<_>>())
@@ -373,7 +373,7 @@ fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         .bind(jobs.iter().map(|job| job.first.facts.content_type.clone()).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.first.facts.body_bytes).collect::<Vec<_>>())
         .bind(jobs.iter().map(|job| job.delivery.received_at).collect::<Vec<_>>())
-        .bind(accounting::ACCOUNTING_API)
+        .bind(outbox::ACCOUNTING_API)
         .bind(outbox.iter().map(|(d, _)| d.id).collect::<Vec<_>>())
         .bind(outbox.iter().map(|(_, m)| m.id).collect::<Vec<_>>())
         .bind(outbox.iter().map(|(_, m)| m.invoice_id).collect::<Vec<_>>())

@@ -16,9 +16,9 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{StoreError, StoreOptions, audit, effect_rows, first_outcome, position};
-use crate::accounting::{self, AccountingStatus, OutboxMessage};
+use super::{StoreError, StoreOptions, audit, effect_rows, position};
 use crate::edi::ack;
+use crate::inbox::outbox::{self, AccountingStatus, OutboxMessage};
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
 
 /// The pool (for reads) and the queue of the writer task.
@@ -318,7 +318,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
             let (d, first) = (&job.delivery, &job.first);
             row.push_bind(Uuid::now_v7())
                 .push_bind(&first.facts.partner_id)
-                .push_bind(first_outcome(d))
+                .push_bind(first.outcome)
                 .push_bind(i32::from(first.status))
                 .push_bind(&first.facts.request_id)
                 .push_bind(&first.facts.remote_addr)
@@ -349,7 +349,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
         .push_values(batch, |mut row, (d, m)| {
             row.push_bind(m.id)
                 .push_bind(m.invoice_id)
-                .push_bind(accounting::ACCOUNTING_API)
+                .push_bind(outbox::ACCOUNTING_API)
                 .push_bind(&m.idempotency_key)
                 .push_bind(&m.payload)
                 .push_bind(AccountingStatus::Pending.as_str())

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{
+use crate::partners::{
     CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
     new_webhook_secret,
 };

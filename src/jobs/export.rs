@@ -9,11 +9,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 
-use super::csv;
+use tokio::sync::watch;
+
+use crate::accounting::csv;
 use crate::store::{Export, Store, StoreError};
 
 /// Name of the lock file in the export directory.
@@ -141,4 +144,30 @@ fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError>
     std::fs::rename(&temporary, dir.join(name)).map_err(io)?;
     std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
     Ok(())
+}
+
+/// The CSV export `serve` runs every `interval`.
+pub struct ScheduledExport {
+    pub store: Store,
+    pub dir: PathBuf,
+    pub interval: Duration,
+    pub max_invoices: u32,
+}
+
+/// Runs the CSV export every `interval` until `stop`; failures are logged and retried next time.
+pub async fn export_periodically(scheduled: ScheduledExport, mut stop: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(scheduled.interval);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match export(&scheduled.store, &scheduled.dir, scheduled.max_invoices).await {
+            Ok(exported) if exported.files > 0 => tracing::info!(?exported, "accounting export"),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "the accounting export failed; retrying at the next interval")
+            }
+        }
+    }
 }

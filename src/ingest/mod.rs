@@ -1,0 +1,319 @@
+//! The delivery use case, whatever the door or queue: prepare (parse and map the interchange) →
+//! authenticate (the envelope's sender and AS2 names against the proven partner) → policies (bypass,
+//! quarantine, conflict) → record (one transaction) → outcome, then audit, count and log it.
+//!
+//! HTTP (`http::interchanges`, once a request is admitted, read and unwrapped) and the queue
+//! consumers (`consumer`) call it and turn what it returns — an [`Ingested`] or an [`Error`] — into a
+//! status code or a broker acknowledgement; it knows neither. What the HTTP contract stores with an
+//! interchange (the problem document of a rejection, the status each reply is audited with) it is
+//! handed as [`Answers`] by whoever builds it.
+
+mod authenticate;
+mod policies;
+mod prepare;
+mod report;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+pub use authenticate::{active, check_as2, security_event};
+pub use report::Report;
+
+use crate::edi::{self, EdiError};
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::inbox::resource::{BypassedResource, IdempotencyKey};
+use crate::inbox::transport::{Door, Transport};
+use crate::inbox::{Delivery, Outcome, Status};
+use crate::partners::directory::Directory;
+use crate::partners::{ConflictPolicy, Partner};
+use crate::store::{AttemptFacts, FirstAttempt, HeldPayload, Store, StoreError};
+
+/// How deliveries are read and booked.
+#[derive(Clone, Debug)]
+pub struct IngestOptions {
+    /// Bounds of the parser.
+    pub parse_limits: edi::Limits,
+    /// Deliveries must come from a registered partner (queues: the sender must be one).
+    pub partner_auth: bool,
+    /// Every recorded invoice gets an outbox message for the accounting API.
+    pub book_with_accounting: bool,
+    /// The AS2 names an AS2 delivery's `AS2-To` must be one of (none: not checked).
+    pub as2_receiver_ids: Arc<[String]>,
+}
+
+/// The kind of reply a sender gets, as the audit trail records its status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// First delivery, booked.
+    Created,
+    /// A later delivery of booked content, or a bypassed interchange.
+    Replayed,
+    /// Invalid content, stored as rejected (first delivery or replay).
+    Rejected,
+    /// The key was used for other content; nothing written.
+    Conflict,
+    /// Held for an operator.
+    Held,
+}
+
+/// What the HTTP contract says where it is stored with an interchange: the problem documents of
+/// refusals kept and replayed, and the status each reply and refusal is audited with. Built in
+/// `http/` (the only place that knows status codes) and handed down.
+#[derive(Clone, Copy)]
+pub struct Answers {
+    /// The problem document a rejected interchange is stored and replayed with.
+    pub invalid: fn(&EdiError, Uuid) -> String,
+    /// The problem document of a conflict, kept with a held delivery.
+    pub conflict: fn(Uuid, &IdempotencyKey) -> String,
+    pub status: fn(Reply) -> u16,
+    pub refusal: fn(&Error) -> u16,
+}
+
+/// Why a delivery was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No idempotency key can be read: nothing stored.
+    #[error("{0}")]
+    Malformed(EdiError),
+    /// The partner may not send this (sender, receiver, AS2 name, suspended): nothing stored.
+    #[error("{0}")]
+    Forbidden(String),
+    /// An operator's action that the entry's state does not allow.
+    #[error("{0}")]
+    WrongState(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error")]
+    Internal,
+}
+
+impl Error {
+    /// The audit trail's name for a delivery refused with this error.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Error::Malformed(_) => "malformed",
+            Error::Forbidden(_) => "forbidden",
+            Error::WrongState(_) => "bad-request",
+            Error::Store(StoreError::Unavailable(_)) => "unavailable",
+            Error::Store(_) | Error::Internal => "error",
+        }
+    }
+}
+
+/// Whose settings apply to an interchange.
+pub enum PartnerOf {
+    /// The proven caller's (none in open mode).
+    Caller(Option<Arc<Partner>>),
+    /// The partner whose sender identity the envelope names: messages from a queue, which the
+    /// broker authenticated. With partner authentication an unknown sender is refused.
+    Sender(Arc<Directory>),
+}
+
+/// An unwrapped interchange, from any door or queue.
+pub struct Inbound {
+    pub body: Bytes,
+    pub content_type: Option<String>,
+    pub partner: PartnerOf,
+}
+
+/// What became of a delivery that was not refused.
+#[derive(Debug)]
+pub enum Ingested {
+    /// First delivery of its key, recorded: booked (`Processed`) or stored as rejected.
+    Recorded { delivery: Arc<Delivery>, ack_control_number: i64 },
+    /// A later delivery of recorded content: the interchange `id` and its stored answer.
+    Replayed { delivery: Arc<Delivery>, id: Uuid, status: Status, body: String },
+    /// The key is held by `original_id`, recorded with other content; nothing written.
+    Conflict { delivery: Arc<Delivery>, original_id: Uuid },
+    /// Held for an operator (quarantine policy); `fresh` the first time this content is held,
+    /// `audited` when the delivery was recorded (as rejected) and so wrote its own audit row.
+    Quarantined { delivery: Arc<Delivery>, entry: Quarantined, fresh: bool, audited: bool },
+    /// Every document is of a type its partner declared naturally idempotent: not claimed.
+    Bypassed(BypassedResource),
+}
+
+impl Ingested {
+    /// The reply its sender gets.
+    pub fn reply(&self) -> Reply {
+        match self {
+            Ingested::Recorded { delivery, .. } => match delivery.status {
+                Status::Processed => Reply::Created,
+                Status::Rejected => Reply::Rejected,
+            },
+            Ingested::Replayed { status: Status::Processed, .. } | Ingested::Bypassed(_) => Reply::Replayed,
+            Ingested::Replayed { status: Status::Rejected, .. } => Reply::Rejected,
+            Ingested::Conflict { .. } => Reply::Conflict,
+            Ingested::Quarantined { .. } => Reply::Held,
+        }
+    }
+
+    /// The audit trail's name for it.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Ingested::Recorded { delivery, .. } => first_outcome(delivery.status),
+            Ingested::Replayed { .. } => "replayed",
+            Ingested::Conflict { .. } => "conflict",
+            Ingested::Quarantined { .. } => crate::inbox::quarantine::QUARANTINED,
+            Ingested::Bypassed(_) => "bypassed",
+        }
+    }
+
+    /// The key it was recorded or looked up under, with its standard.
+    pub fn key(&self) -> (&IdempotencyKey, edi::Standard) {
+        match self {
+            Ingested::Recorded { delivery, .. }
+            | Ingested::Replayed { delivery, .. }
+            | Ingested::Conflict { delivery, .. }
+            | Ingested::Quarantined { delivery, .. } => (&delivery.key, delivery.envelope.standard),
+            Ingested::Bypassed(resource) => (&resource.idempotency_key, resource.standard),
+        }
+    }
+}
+
+/// The audit trail's name for a first delivery.
+fn first_outcome(status: Status) -> &'static str {
+    match status {
+        Status::Processed => "recorded",
+        Status::Rejected => "rejected",
+    }
+}
+
+/// The delivery use case, shared by every door and queue.
+#[derive(Clone)]
+pub struct Ingest {
+    store: Store,
+    options: Arc<IngestOptions>,
+    answers: Answers,
+}
+
+impl Ingest {
+    pub fn new(store: Store, options: IngestOptions, answers: Answers) -> Ingest {
+        Ingest { store, options: Arc::new(options), answers }
+    }
+
+    pub fn options(&self) -> &IngestOptions {
+        &self.options
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Parses and records one interchange exactly once, applying its partner's policies. The
+    /// partner proven (or found by its sender) is noted in `facts`.
+    pub async fn deliver(
+        &self,
+        inbound: Inbound,
+        facts: &mut AttemptFacts,
+        received_at: DateTime<Utc>,
+    ) -> Result<Ingested, Error> {
+        let (delivery, partner) = match prepare::prepare(self, inbound, received_at).await? {
+            prepare::Prepared::Delivery(delivery, partner) => (delivery, partner),
+            prepare::Prepared::Bypassed(resource, partner) => {
+                facts.partner_id = partner.map(|p| p.id.clone());
+                return Ok(Ingested::Bypassed(resource));
+            }
+        };
+        if let Some(partner) = &partner {
+            facts.partner_id = Some(partner.id.clone());
+        }
+        let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
+        let mut delivery = Arc::new(delivery);
+        let mut outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, policy)).await?;
+        if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
+            let mut distinguished = Arc::unwrap_or_clone(delivery);
+            distinguished.distinguish_by_content();
+            delivery = Arc::new(distinguished);
+            outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, policy)).await?;
+        }
+        if let (ConflictPolicy::Quarantine, Some(partner)) = (policy, &partner)
+            && let Some(hold) = policies::quarantine(self, &partner.id, &delivery, &outcome)
+        {
+            let (entry, fresh) = self.store.hold(&hold).await?;
+            if fresh {
+                tracing::warn!(target: "edi_inbox::quarantine", id = %entry.id, partner = %entry.partner_id,
+                    reason = entry.reason.as_str(), source = %entry.source, message_id = %entry.message_id,
+                    "delivery quarantined for an operator");
+            }
+            let audited = matches!(outcome, Outcome::Recorded { .. });
+            return Ok(Ingested::Quarantined { delivery, entry, fresh, audited });
+        }
+        Ok(match outcome {
+            Outcome::Recorded { ack_control_number } => Ingested::Recorded { delivery, ack_control_number },
+            Outcome::Replayed { id, status, body } => Ingested::Replayed { delivery, id, status, body },
+            Outcome::Conflict { original_id } => Ingested::Conflict { delivery, original_id },
+        })
+    }
+
+    /// The audit row a first delivery writes with itself.
+    fn first_attempt(
+        &self,
+        delivery: &Delivery,
+        facts: &AttemptFacts,
+        policy: ConflictPolicy,
+    ) -> FirstAttempt {
+        let reply = match (delivery.status, policy) {
+            (Status::Processed, _) => Reply::Created,
+            (Status::Rejected, ConflictPolicy::Quarantine) => Reply::Held,
+            (Status::Rejected, _) => Reply::Rejected,
+        };
+        FirstAttempt {
+            facts: facts.clone(),
+            outcome: first_outcome(delivery.status),
+            status: (self.answers.status)(reply),
+        }
+    }
+
+    /// Processes a held delivery after all, under its partner's current settings: recorded under its
+    /// content-distinguished key (`{control number}#{fingerprint prefix}`), so that it neither
+    /// replaces the interchange it conflicts with nor replays the rejection it got. Still invalid,
+    /// or resolved meanwhile: [`Error::WrongState`].
+    pub async fn release(&self, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, Error> {
+        let received_at = Utc::now();
+        let facts = AttemptFacts {
+            partner_id: Some(partner.id.clone()),
+            body_bytes: i64::try_from(held.payload.len()).unwrap_or(i64::MAX),
+            transport: Transport::new(Door::Direct, None)
+                .with("released_from", Some(held.entry.id.to_string())),
+            ..AttemptFacts::default()
+        };
+        let inbound = Inbound {
+            body: held.payload,
+            content_type: held.content_type,
+            partner: PartnerOf::Caller(Some(partner)),
+        };
+        let prepare::Prepared::Delivery(mut delivery, _) =
+            prepare::prepare(self, inbound, received_at).await?
+        else {
+            return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
+        };
+        if delivery.status == Status::Rejected {
+            return Err(Error::WrongState(format!(
+                "it is still invalid under the partner's current settings: {}",
+                serde_json::from_str::<serde_json::Value>(&delivery.response)
+                    .ok()
+                    .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            )));
+        }
+        delivery.distinguish_by_content();
+        let delivery = Arc::new(delivery);
+        let first = self.first_attempt(&delivery, &facts, ConflictPolicy::Process);
+        let interchange_id = match self.store.record(&delivery, &first).await? {
+            Outcome::Recorded { .. } => delivery.id,
+            Outcome::Replayed { id, .. } => id,
+            Outcome::Conflict { original_id } => {
+                return Err(Error::WrongState(format!(
+                    "its distinguished key is held by interchange {original_id}"
+                )));
+            }
+        };
+        self.store
+            .resolve_hold(held.entry.id, QuarantineStatus::Released, Some(interchange_id), received_at)
+            .await?
+            .ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))
+    }
+}

@@ -1,0 +1,80 @@
+//! Prepare: parse and map the body into a [`Delivery`] (or a bypassed interchange), finding its
+//! partner and checking the envelope's sender against it. Large bodies are parsed on the blocking
+//! pool so that the async workers keep serving.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::authenticate::{active, check_sender};
+use super::{Error, Inbound, Ingest, PartnerOf};
+use crate::edi;
+use crate::inbox::resource::BypassedResource;
+use crate::inbox::{self, Delivery};
+use crate::partners::{Partner, Validation};
+
+/// Bodies larger than this are parsed on the blocking pool, not on an async worker.
+const INLINE_PARSE_BYTES: usize = 256 * 1024;
+
+/// What parsing made of an interchange.
+pub(super) enum Prepared {
+    /// It goes through the inbox.
+    Delivery(Delivery, Option<Arc<Partner>>),
+    /// Every document is of a type its partner declared naturally idempotent: answered without a claim.
+    Bypassed(BypassedResource, Option<Arc<Partner>>),
+}
+
+/// Parses and maps `inbound` under its partner's settings.
+pub(super) async fn prepare(
+    ingest: &Ingest,
+    inbound: Inbound,
+    received_at: DateTime<Utc>,
+) -> Result<Prepared, Error> {
+    let options = Arc::clone(&ingest.options);
+    let invalid = ingest.answers.invalid;
+    let Inbound { body, content_type, partner } = inbound;
+    let inline = body.len() <= INLINE_PARSE_BYTES;
+    let work = move || {
+        let mut unwrapped = Vec::new();
+        let mut interchange =
+            edi::parse(&body, &mut unwrapped, options.parse_limits).map_err(Error::Malformed)?;
+        let partner = match partner {
+            PartnerOf::Caller(partner) => partner,
+            PartnerOf::Sender(directory) => {
+                let sender = inbox::key(&interchange.envelope).source;
+                match directory.by_sender(&sender) {
+                    Some(partner) => Some(active(Arc::clone(partner))?),
+                    None if options.partner_auth => {
+                        return Err(Error::Forbidden(format!("no partner sends as {sender}")));
+                    }
+                    None => None,
+                }
+            }
+        };
+        check_sender(partner.as_deref(), &interchange.envelope)?;
+        if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
+            interchange = interchange.lenient();
+        }
+        Ok(match interchange.documents() {
+            Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
+                Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
+            }
+            Ok(documents) => {
+                let mut delivery =
+                    Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
+                if options.book_with_accounting {
+                    delivery.book_with_accounting();
+                }
+                Prepared::Delivery(delivery, partner)
+            }
+            Err(error) => {
+                let delivery =
+                    Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
+                        invalid(&error, id)
+                    });
+                Prepared::Delivery(delivery, partner)
+            }
+        })
+    };
+    if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| Error::Internal)? }
+}

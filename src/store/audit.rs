@@ -10,9 +10,9 @@ use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+use super::rows::{AuditRow, insert_chunked, insert_deliveries};
 use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
 use crate::inbox::transport::Transport;
@@ -26,8 +26,6 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 const MAX_QUEUED_ATTEMPTS: usize = 20_000;
 /// Distinct refusal counters per flush before further addresses fold into `*`.
 const MAX_REFUSAL_KEYS: usize = 10_000;
-/// Rows per multi-row INSERT (13 columns: far below either engine's bound-parameter limit).
-const BATCH_ROWS: usize = 1_000;
 
 /// For each `(transport, key)`, whether its transport id was seen before with another key: in
 /// the audit trail (one statement for all) or earlier in the same list. Logged as a security event.
@@ -263,43 +261,22 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
     on_db!(db, pool => {
         let mut tx = pool.begin().await?;
         let reused = reused_transport_ids!(&mut *tx, &keyed);
-        let attempts: Vec<(&Attempt, bool)> = pending.attempts.iter().zip(reused).collect();
-        for batch in attempts.chunks(BATCH_ROWS) {
-            QueryBuilder::new(
-                "INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id, outcome, status,
-                    request_id, remote_addr, user_agent, content_type, body_bytes, received_at, door,
-                    transport_id, transport, transport_reused) ",
-            )
-            .push_values(batch, |mut row, (a, reused)| {
-                row.push_bind(Uuid::now_v7())
-                    .push_bind(a.inbox_id)
-                    .push_bind(&a.facts.partner_id)
-                    .push_bind(&a.key.source)
-                    .push_bind(&a.key.message_id)
-                    .push_bind(a.outcome)
-                    .push_bind(i32::from(a.status))
-                    .push_bind(&a.facts.request_id)
-                    .push_bind(&a.facts.remote_addr)
-                    .push_bind(&a.facts.user_agent)
-                    .push_bind(&a.facts.content_type)
-                    .push_bind(a.facts.body_bytes)
-                    .push_bind(a.at)
-                    .push_bind(a.facts.transport.door.as_str())
-                    .push_bind(&a.facts.transport.id)
-                    .push_bind(a.facts.transport.meta_json())
-                    .push_bind(*reused);
-            })
-            .build()
-            .persistent(false)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for batch in refusals.chunks(BATCH_ROWS) {
-            QueryBuilder::new(
-                "INSERT INTO refusals (minute, remote_addr, partner_id, outcome, status, attempts, user_agent,
-                    request_id) ",
-            )
-            .push_values(batch, |mut row, (key, count)| {
+        let rows: Vec<AuditRow> = pending.attempts.iter().zip(reused).map(|(a, reused)| AuditRow {
+            id: Uuid::now_v7(),
+            inbox_id: a.inbox_id,
+            key: &a.key,
+            outcome: a.outcome,
+            status: a.status,
+            facts: &a.facts,
+            at: a.at,
+            transport_reused: reused,
+        }).collect();
+        insert_deliveries!(&mut *tx, &rows).await?;
+        insert_chunked(
+            &mut *tx,
+            "INSERT INTO refusals (minute, remote_addr, partner_id, outcome, status, attempts, user_agent, request_id) ",
+            &refusals,
+            |mut row, (key, count)| {
                 row.push_bind(key.minute)
                     .push_bind(&key.remote_addr)
                     .push_bind(&key.partner_id)
@@ -308,17 +285,12 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
                     .push_bind(count.attempts)
                     .push_bind(&count.user_agent)
                     .push_bind(&count.request_id);
-            })
-            .push(
-                " ON CONFLICT (minute, remote_addr, partner_id, outcome, status) DO UPDATE SET
-                    attempts = refusals.attempts + excluded.attempts, user_agent = excluded.user_agent,
-                    request_id = excluded.request_id",
-            )
-            .build()
-            .persistent(false)
-            .execute(&mut *tx)
-            .await?;
-        }
+            },
+            " ON CONFLICT (minute, remote_addr, partner_id, outcome, status) DO UPDATE SET
+                attempts = refusals.attempts + excluded.attempts, user_agent = excluded.user_agent,
+                request_id = excluded.request_id",
+        )
+        .await?;
         tx.commit().await?;
     });
     Ok(())

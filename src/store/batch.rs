@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, mpsc, oneshot};
 
+use uuid::Uuid;
+
+use super::rows::AuditRow;
 use super::{FirstAttempt, StoreError};
 use crate::inbox::{Delivery, Outcome};
 
@@ -21,6 +24,22 @@ pub(super) struct Job {
     pub delivery: Arc<Delivery>,
     pub first: FirstAttempt,
     reply: oneshot::Sender<Result<Outcome, StoreError>>,
+}
+
+impl Job {
+    /// The audit row a first delivery writes with itself.
+    pub(super) fn audit_row(&self, transport_reused: bool) -> AuditRow<'_> {
+        AuditRow {
+            id: Uuid::now_v7(),
+            inbox_id: Some(self.delivery.id),
+            key: &self.delivery.key,
+            outcome: self.first.outcome,
+            status: self.first.status,
+            facts: &self.first.facts,
+            at: self.delivery.received_at,
+            transport_reused,
+        }
+    }
 }
 
 /// The sending side, held by every clone of the store.

@@ -74,6 +74,7 @@ mod postgres;
 mod purge;
 mod quarantine;
 mod replays;
+mod rows;
 mod sns;
 mod sqlite;
 

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::{PgArguments, PgPoolOptions};
 use sqlx::query::QueryAs;
@@ -17,8 +18,8 @@ use uuid::Uuid;
 use super::batch::{self, Job};
 use super::{StoreError, StoreOptions, audit, effect_rows, position};
 use crate::edi::ack;
-use crate::inbox::outbox::{self, OutboxMessage};
-use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
+use crate::inbox::outbox;
+use crate::inbox::{Claim, Next, Outcome, decide};
 
 /// The pool and the queue of the writer tasks.
 #[derive(Clone)]
@@ -55,7 +56,7 @@ impl Postgres {
 /// acknowledgement (its control number from the cycling sequence, which never waits for another
 /// delivery's COMMIT), audit row and outbox messages, then selects `$tail`. The arrays cover every
 /// delivery of the batch, each row naming its delivery; only claimed deliveries' rows are written.
-/// `$16`–`$73` are bound by [`bind_effects`].
+/// `$16`–`$73` are bound by [`bind_effects`], one table's columns after another.
 macro_rules! with_effects {
     ($claim:literal, $tail:literal) => {
         concat!(
@@ -109,14 +110,14 @@ macro_rules! with_effects {
                     a.transport_id IS NOT NULL AND (EXISTS (SELECT FROM deliveries seen
                         WHERE seen.transport_id = a.transport_id AND seen.door = a.door
                             AND (seen.source IS DISTINCT FROM a.source OR seen.message_id IS DISTINCT FROM a.message_id))
-                    OR EXISTS (SELECT FROM unnest($71::text[], $72::text[], $54::text[], $55::text[])
+                    OR EXISTS (SELECT FROM unnest($64::text[], $65::text[], $54::text[], $55::text[])
                             WITH ORDINALITY AS earlier (door, transport_id, source, message_id, position)
                         WHERE earlier.position < a.position AND earlier.transport_id = a.transport_id
                             AND earlier.door = a.door
                             AND (earlier.source, earlier.message_id) IS DISTINCT FROM (a.source, a.message_id)))
                 FROM unnest($51::uuid[], $52::uuid[], $53::text[], $54::text[], $55::text[], $56::text[],
                     $57::int4[], $58::text[], $59::text[], $60::text[], $61::text[], $62::int8[],
-                    $63::timestamptz[], $71::text[], $72::text[], $73::text[]) WITH ORDINALITY
+                    $63::timestamptz[], $64::text[], $65::text[], $66::text[]) WITH ORDINALITY
                     AS a (id, inbox_id, partner_id, source, message_id, outcome, status, request_id,
                         remote_addr, user_agent, content_type, body_bytes, received_at, door, transport_id,
                         transport, position)
@@ -125,10 +126,10 @@ macro_rules! with_effects {
             ), outbox_written AS (
                 INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status,
                     next_attempt_at, created_at)
-                SELECT o.id, o.invoice_id, $64, o.idempotency_key, o.payload, 'pending', o.created_at,
+                SELECT o.id, o.invoice_id, $67, o.idempotency_key, o.payload, 'pending', o.created_at,
                     o.created_at
-                FROM unnest($65::uuid[], $66::uuid[], $67::uuid[], $68::text[], $69::text[],
-                    $70::timestamptz[])
+                FROM unnest($68::uuid[], $69::uuid[], $70::uuid[], $71::text[], $72::text[],
+                    $73::timestamptz[])
                     AS o (inbox_id, id, invoice_id, idempotency_key, payload, created_at)
                 JOIN claim ON claim.id = o.inbox_id
             )
@@ -280,107 +281,220 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
 
 type ClaimQuery<'q> = QueryAs<'q, sqlx::Postgres, Claimed, PgArguments>;
 
-/// One array of `$field` over `$rows`.
-macro_rules! column {
-    ($rows:expr, $field:ident) => {
-        $rows.iter().map(|row| row.$field.clone()).collect::<Vec<_>>()
+/// A table's rows as one array per column, bound in the order the fields are declared (which is
+/// the order of the statement's `$n`); `COUNT` is how many binds that is.
+macro_rules! columns {
+    ($(#[$meta:meta])* $name:ident { $($field:ident: $ty:ty),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Default)]
+        struct $name {
+            $($field: Vec<$ty>),+
+        }
+
+        impl $name {
+            #[cfg(test)]
+            const COUNT: usize = [$(stringify!($field)),+].len();
+
+            fn bind(self, query: ClaimQuery<'_>) -> ClaimQuery<'_> {
+                query$(.bind(self.$field))+
+            }
+        }
     };
 }
 
-/// Binds `$1`–`$15`, the inbox rows of the batch as column arrays, then its effects.
+columns! {
+    /// `$1`–`$15`: the batch's `inbox` rows.
+    InboxColumns {
+        id: Uuid, source: String, message_id: String, standard: &'static str, sender_qualifier: String,
+        sender_id: String, receiver_qualifier: String, receiver_id: String, control_number: String,
+        payload_sha256: String, payload: Vec<u8>, content_type: Option<String>, status: &'static str,
+        response_body: String, received_at: DateTime<Utc>,
+    }
+}
+
+columns! {
+    /// `$16`–`$20`: `documents`.
+    DocumentColumns { id: Uuid, inbox_id: Uuid, position: i32, doc_type: String, control_number: String }
+}
+
+columns! {
+    /// `$21`–`$37`: `invoices`.
+    InvoiceColumns {
+        id: Uuid, inbox_id: Uuid, document_id: Uuid, number: String, issue_date: String,
+        purchase_order: Option<String>, currency: String, total: String, tax_total: Option<String>,
+        tax_rate: Option<String>, seller_name: Option<String>, seller_qualifier: Option<String>,
+        seller_id: Option<String>, buyer_name: Option<String>, buyer_qualifier: Option<String>,
+        buyer_id: Option<String>, allowances_charges: String,
+    }
+}
+
+columns! {
+    /// `$38`–`$46`: `invoice_lines`, each naming its delivery.
+    LineColumns {
+        inbox_id: Uuid, invoice_id: Uuid, line_number: i32, quantity: String, unit: Option<String>,
+        unit_price: Option<String>, product_id: Option<String>, description: Option<String>, amount: String,
+    }
+}
+
+columns! {
+    /// `$47`–`$49`: `acks`, each body with the placeholder `$50` where its number goes.
+    AckColumns { inbox_id: Uuid, body: String, created_at: DateTime<Utc> }
+}
+
+columns! {
+    /// `$51`–`$66`: the first deliveries' `deliveries` rows.
+    AuditColumns {
+        id: Uuid, inbox_id: Option<Uuid>, partner_id: Option<String>, source: String, message_id: String,
+        outcome: &'static str, status: i32, request_id: Option<String>, remote_addr: Option<String>,
+        user_agent: Option<String>, content_type: Option<String>, body_bytes: i64, received_at: DateTime<Utc>,
+        door: &'static str, transport_id: Option<String>, transport: Option<String>,
+    }
+}
+
+columns! {
+    /// `$68`–`$73`: `outbox`, after `$67`, their destination.
+    OutboxColumns {
+        inbox_id: Uuid, id: Uuid, invoice_id: Uuid, idempotency_key: String, payload: String,
+        created_at: DateTime<Utc>,
+    }
+}
+
+/// Binds `$1`–`$15`, the inbox rows of the batch, then its effects.
 fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
-    let d: Vec<&Delivery> = jobs.iter().map(|job| &*job.delivery).collect();
-    let query = query
-        .bind(d.iter().map(|d| d.id).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.key.source.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.key.message_id.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.standard.as_str()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.sender.qualifier.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.sender.id.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.receiver.qualifier.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.receiver.id.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.envelope.control_number.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.fingerprint.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.payload.to_vec()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.content_type.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.status.as_str()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.response.clone()).collect::<Vec<_>>())
-        .bind(d.iter().map(|d| d.received_at).collect::<Vec<_>>());
-    bind_effects(query, jobs)
+    let mut inbox = InboxColumns::default();
+    for d in jobs.iter().map(|job| &*job.delivery) {
+        inbox.id.push(d.id);
+        inbox.source.push(d.key.source.clone());
+        inbox.message_id.push(d.key.message_id.clone());
+        inbox.standard.push(d.envelope.standard.as_str());
+        inbox.sender_qualifier.push(d.envelope.sender.qualifier.clone());
+        inbox.sender_id.push(d.envelope.sender.id.clone());
+        inbox.receiver_qualifier.push(d.envelope.receiver.qualifier.clone());
+        inbox.receiver_id.push(d.envelope.receiver.id.clone());
+        inbox.control_number.push(d.envelope.control_number.clone());
+        inbox.payload_sha256.push(d.fingerprint.clone());
+        inbox.payload.push(d.payload.to_vec());
+        inbox.content_type.push(d.content_type.clone());
+        inbox.status.push(d.status.as_str());
+        inbox.response_body.push(d.response.clone());
+        inbox.received_at.push(d.received_at);
+    }
+    bind_effects(inbox.bind(query), jobs)
 }
 
 /// Binds `$16`–`$73`: documents, invoices, lines, acknowledgements, audit rows and outbox messages
-/// of `jobs` as column arrays, each row naming its delivery.
+/// of `jobs`, each row naming its delivery.
 fn bind_effects<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
-    let documents: Vec<(&Delivery, &StoredDocument)> =
-        jobs.iter().flat_map(|job| job.delivery.documents.iter().map(|doc| (&*job.delivery, doc))).collect();
-    let outbox: Vec<(&Delivery, &OutboxMessage)> =
-        jobs.iter().flat_map(|job| job.delivery.outbox.iter().map(|m| (&*job.delivery, m))).collect();
-    let (mut invoices, mut lines) = (Vec::new(), Vec::new());
+    let (mut documents, mut invoices, mut lines) =
+        (DocumentColumns::default(), InvoiceColumns::default(), LineColumns::default());
+    let (mut acks, mut audit, mut outbox) =
+        (AckColumns::default(), AuditColumns::default(), OutboxColumns::default());
     for job in jobs {
-        let (more_invoices, more_lines) = effect_rows(&job.delivery);
-        invoices.extend(more_invoices);
-        lines.extend(more_lines.into_iter().map(|line| (job.delivery.id, line)));
+        let d = &*job.delivery;
+        for stored in &d.documents {
+            documents.id.push(stored.id);
+            documents.inbox_id.push(d.id);
+            documents.position.push(position(stored.document.position));
+            documents.doc_type.push(stored.document.kind.clone());
+            documents.control_number.push(stored.document.control_number.clone());
+        }
+        let (invoice_rows, line_rows) = effect_rows(d);
+        for i in invoice_rows {
+            invoices.id.push(i.id);
+            invoices.inbox_id.push(i.inbox_id);
+            invoices.document_id.push(i.document_id);
+            invoices.number.push(i.number);
+            invoices.issue_date.push(i.issue_date);
+            invoices.purchase_order.push(i.purchase_order);
+            invoices.currency.push(i.currency);
+            invoices.total.push(i.total);
+            invoices.tax_total.push(i.tax_total);
+            invoices.tax_rate.push(i.tax_rate);
+            invoices.seller_name.push(i.seller_name);
+            invoices.seller_qualifier.push(i.seller_qualifier);
+            invoices.seller_id.push(i.seller_id);
+            invoices.buyer_name.push(i.buyer_name);
+            invoices.buyer_qualifier.push(i.buyer_qualifier);
+            invoices.buyer_id.push(i.buyer_id);
+            invoices.allowances_charges.push(i.allowances_charges);
+        }
+        for l in line_rows {
+            lines.inbox_id.push(d.id);
+            lines.invoice_id.push(l.invoice_id);
+            lines.line_number.push(l.line_number);
+            lines.quantity.push(l.quantity);
+            lines.unit.push(l.unit);
+            lines.unit_price.push(l.unit_price);
+            lines.product_id.push(l.product_id);
+            lines.description.push(l.description);
+            lines.amount.push(l.amount);
+        }
+        acks.inbox_id.push(d.id);
+        acks.body.push(d.ack.clone());
+        acks.created_at.push(d.received_at);
+        let row = job.audit_row(false);
+        audit.id.push(row.id);
+        audit.inbox_id.push(row.inbox_id);
+        audit.partner_id.push(row.facts.partner_id.clone());
+        audit.source.push(row.key.source.clone());
+        audit.message_id.push(row.key.message_id.clone());
+        audit.outcome.push(row.outcome);
+        audit.status.push(i32::from(row.status));
+        audit.request_id.push(row.facts.request_id.clone());
+        audit.remote_addr.push(row.facts.remote_addr.clone());
+        audit.user_agent.push(row.facts.user_agent.clone());
+        audit.content_type.push(row.facts.content_type.clone());
+        audit.body_bytes.push(row.facts.body_bytes);
+        audit.received_at.push(row.at);
+        audit.door.push(row.facts.transport.door.as_str());
+        audit.transport_id.push(row.facts.transport.id.clone());
+        audit.transport.push(row.facts.transport.meta_json());
+        for m in &d.outbox {
+            outbox.inbox_id.push(d.id);
+            outbox.id.push(m.id);
+            outbox.invoice_id.push(m.invoice_id);
+            outbox.idempotency_key.push(m.idempotency_key.clone());
+            outbox.payload.push(m.payload.clone());
+            outbox.created_at.push(d.received_at);
+        }
     }
-    let line_inbox_ids: Vec<Uuid> = lines.iter().map(|(id, _)| *id).collect();
-    let lines: Vec<_> = lines.into_iter().map(|(_, line)| line).collect();
-    query
-        .bind(documents.iter().map(|(_, s)| s.id).collect::<Vec<_>>())
-        .bind(documents.iter().map(|(d, _)| d.id).collect::<Vec<_>>())
-        .bind(documents.iter().map(|(_, s)| position(s.document.position)).collect::<Vec<_>>())
-        .bind(documents.iter().map(|(_, s)| s.document.kind.clone()).collect::<Vec<_>>())
-        .bind(documents.iter().map(|(_, s)| s.document.control_number.clone()).collect::<Vec<_>>())
-        .bind(column!(invoices, id))
-        .bind(column!(invoices, inbox_id))
-        .bind(column!(invoices, document_id))
-        .bind(column!(invoices, number))
-        .bind(column!(invoices, issue_date))
-        .bind(column!(invoices, purchase_order))
-        .bind(column!(invoices, currency))
-        .bind(column!(invoices, total))
-        .bind(column!(invoices, tax_total))
-        .bind(column!(invoices, tax_rate))
-        .bind(column!(invoices, seller_name))
-        .bind(column!(invoices, seller_qualifier))
-        .bind(column!(invoices, seller_id))
-        .bind(column!(invoices, buyer_name))
-        .bind(column!(invoices, buyer_qualifier))
-        .bind(column!(invoices, buyer_id))
-        .bind(column!(invoices, allowances_charges))
-        .bind(line_inbox_ids)
-        .bind(column!(lines, invoice_id))
-        .bind(column!(lines, line_number))
-        .bind(column!(lines, quantity))
-        .bind(column!(lines, unit))
-        .bind(column!(lines, unit_price))
-        .bind(column!(lines, product_id))
-        .bind(column!(lines, description))
-        .bind(column!(lines, amount))
-        .bind(jobs.iter().map(|job| job.delivery.id).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.ack.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.received_at).collect::<Vec<_>>())
-        .bind(ack::CONTROL_NUMBER)
-        .bind(jobs.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.id).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.partner_id.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.key.source.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.key.message_id.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.outcome).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| i32::from(job.first.status)).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.request_id.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.remote_addr.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.user_agent.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.content_type.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.body_bytes).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.delivery.received_at).collect::<Vec<_>>())
-        .bind(outbox::ACCOUNTING_API)
-        .bind(outbox.iter().map(|(d, _)| d.id).collect::<Vec<_>>())
-        .bind(outbox.iter().map(|(_, m)| m.id).collect::<Vec<_>>())
-        .bind(outbox.iter().map(|(_, m)| m.invoice_id).collect::<Vec<_>>())
-        .bind(outbox.iter().map(|(_, m)| m.idempotency_key.clone()).collect::<Vec<_>>())
-        .bind(outbox.iter().map(|(_, m)| m.payload.clone()).collect::<Vec<_>>())
-        .bind(outbox.iter().map(|(d, _)| d.received_at).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.transport.door.as_str()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.transport.id.clone()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|job| job.first.facts.transport.meta_json()).collect::<Vec<_>>())
+    let query = lines.bind(invoices.bind(documents.bind(query)));
+    let query = audit.bind(acks.bind(query).bind(ack::CONTROL_NUMBER));
+    outbox.bind(query.bind(outbox::ACCOUNTING_API))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The highest `$n` a statement names.
+    fn highest_parameter(sql: &str) -> usize {
+        sql.split('$')
+            .skip(1)
+            .filter_map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn every_parameter_of_the_claim_is_bound_once() {
+        // inbox, documents, invoices, lines, acks + placeholder, audit, destination + outbox
+        let effects = DocumentColumns::COUNT
+            + InvoiceColumns::COUNT
+            + LineColumns::COUNT
+            + AckColumns::COUNT
+            + 1
+            + AuditColumns::COUNT
+            + 1
+            + OutboxColumns::COUNT;
+        assert_eq!(highest_parameter(CLAIM), InboxColumns::COUNT + effects);
+        // REPLACE_REJECTED binds one inbox row ($1–$15), the effects and the previous fingerprint.
+        assert_eq!(highest_parameter(REPLACE_REJECTED), InboxColumns::COUNT + effects + 1);
+        let mut query = bind_batch(sqlx::query_as(CLAIM), &[]);
+        let arguments = sqlx::Execute::take_arguments(&mut query).expect("bound").expect("arguments");
+        assert_eq!(sqlx::Arguments::len(&arguments), highest_parameter(CLAIM));
+    }
 }

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
+use super::rows::{AuditRow, CHUNK_ROWS, insert_chunked, insert_deliveries};
 use super::{StoreError, StoreOptions, audit, effect_rows, position};
 use crate::edi::ack;
 use crate::inbox::outbox::{self, AccountingStatus, OutboxMessage};
@@ -112,11 +113,6 @@ async fn one_by_one(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Ou
     outcomes
 }
 
-/// Rows per multi-row INSERT: 17 columns × 500 stays far below SQLite's 32,766 bound parameters.
-/// Their text varies with the row count, so they are not kept prepared (`persistent(false)`): a
-/// cache of one prepared statement per batch size held tens of MiB.
-const BATCH_ROWS: usize = 500;
-
 const READ: &str =
     "SELECT id, false AS fresh, status, payload_sha256, response_body, NULL AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
@@ -135,7 +131,7 @@ const REPLACE_REJECTED: &str =
 /// and audit row in multi-row inserts.
 async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Outcome>, StoreError> {
     let mut claimed = HashSet::new();
-    for chunk in jobs.chunks(BATCH_ROWS) {
+    for chunk in jobs.chunks(CHUNK_ROWS) {
         let ids: Vec<Uuid> = QueryBuilder::new(
             "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier,
                 receiver_id, control_number, payload_sha256, payload, content_type, status, response_body,
@@ -221,35 +217,36 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
             .await?;
     let numbers: Vec<i64> =
         (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
+    let conn = &mut *tx;
     let documents: Vec<(&Delivery, &StoredDocument)> =
         fresh.iter().flat_map(|job| job.delivery.documents.iter().map(|doc| (&*job.delivery, doc))).collect();
-    for batch in documents.chunks(BATCH_ROWS) {
-        QueryBuilder::new("INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ")
-            .push_values(batch, |mut row, (d, stored)| {
-                row.push_bind(stored.id)
-                    .push_bind(d.id)
-                    .push_bind(position(stored.document.position))
-                    .push_bind(&stored.document.kind)
-                    .push_bind(&stored.document.control_number);
-            })
-            .build()
-            .persistent(false)
-            .execute(&mut *tx)
-            .await?;
-    }
+    insert_chunked(
+        conn,
+        "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ",
+        &documents,
+        |mut row, (d, stored)| {
+            row.push_bind(stored.id)
+                .push_bind(d.id)
+                .push_bind(position(stored.document.position))
+                .push_bind(&stored.document.kind)
+                .push_bind(&stored.document.control_number);
+        },
+        "",
+    )
+    .await?;
     let (mut invoices, mut lines) = (Vec::new(), Vec::new());
     for job in fresh {
         let (more_invoices, more_lines) = effect_rows(&job.delivery);
         invoices.extend(more_invoices);
         lines.extend(more_lines);
     }
-    for batch in invoices.chunks(BATCH_ROWS) {
-        QueryBuilder::new(
-            "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency, total,
-                tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, buyer_qualifier,
-                buyer_id, allowances_charges) ",
-        )
-        .push_values(batch, |mut row, i| {
+    insert_chunked(
+        conn,
+        "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency, total,
+            tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, buyer_qualifier,
+            buyer_id, allowances_charges) ",
+        &invoices,
+        |mut row, i| {
             row.push_bind(i.id)
                 .push_bind(i.inbox_id)
                 .push_bind(i.document_id)
@@ -267,18 +264,16 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(&i.buyer_qualifier)
                 .push_bind(&i.buyer_id)
                 .push_bind(&i.allowances_charges);
-        })
-        .build()
-        .persistent(false)
-        .execute(&mut *tx)
-        .await?;
-    }
-    for batch in lines.chunks(BATCH_ROWS) {
-        QueryBuilder::new(
-            "INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id,
-                description, amount) ",
-        )
-        .push_values(batch, |mut row, l| {
+        },
+        "",
+    )
+    .await?;
+    insert_chunked(
+        conn,
+        "INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id, description,
+            amount) ",
+        &lines,
+        |mut row, l| {
             row.push_bind(l.invoice_id)
                 .push_bind(l.line_number)
                 .push_bind(&l.quantity)
@@ -287,66 +282,37 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(&l.product_id)
                 .push_bind(&l.description)
                 .push_bind(&l.amount);
-        })
-        .build()
-        .persistent(false)
-        .execute(&mut *tx)
-        .await?;
-    }
+        },
+        "",
+    )
+    .await?;
+    let numbered: Vec<(&Job, i64)> = fresh.iter().copied().zip(numbers.iter().copied()).collect();
+    insert_chunked(
+        conn,
+        "INSERT INTO acks (inbox_id, control_number, body, created_at) ",
+        &numbered,
+        |mut row, (job, number)| {
+            row.push_bind(job.delivery.id)
+                .push_bind(*number)
+                .push_bind(ack::with_control_number(&job.delivery.ack, *number))
+                .push_bind(job.delivery.received_at);
+        },
+        "",
+    )
+    .await?;
     let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, &job.delivery.key)).collect();
-    let reused = audit::reused_transport_ids!(&mut *tx, &keyed);
-    let numbered: Vec<(&Job, i64, bool)> =
-        fresh.iter().copied().zip(numbers.iter().copied()).zip(reused).map(|((j, n), r)| (j, n, r)).collect();
-    for batch in numbered.chunks(BATCH_ROWS) {
-        QueryBuilder::new("INSERT INTO acks (inbox_id, control_number, body, created_at) ")
-            .push_values(batch, |mut row, (job, number, _)| {
-                row.push_bind(job.delivery.id)
-                    .push_bind(*number)
-                    .push_bind(ack::with_control_number(&job.delivery.ack, *number))
-                    .push_bind(job.delivery.received_at);
-            })
-            .build()
-            .persistent(false)
-            .execute(&mut *tx)
-            .await?;
-        QueryBuilder::new(
-            "INSERT INTO deliveries (id, partner_id, outcome, status, request_id, remote_addr, user_agent,
-                content_type, body_bytes, inbox_id, source, message_id, received_at, door, transport_id, transport,
-                transport_reused) ",
-        )
-        .push_values(batch, |mut row, (job, _, reused)| {
-            let (d, first) = (&job.delivery, &job.first);
-            row.push_bind(Uuid::now_v7())
-                .push_bind(&first.facts.partner_id)
-                .push_bind(first.outcome)
-                .push_bind(i32::from(first.status))
-                .push_bind(&first.facts.request_id)
-                .push_bind(&first.facts.remote_addr)
-                .push_bind(&first.facts.user_agent)
-                .push_bind(&first.facts.content_type)
-                .push_bind(first.facts.body_bytes)
-                .push_bind(d.id)
-                .push_bind(&d.key.source)
-                .push_bind(&d.key.message_id)
-                .push_bind(d.received_at)
-                .push_bind(first.facts.transport.door.as_str())
-                .push_bind(&first.facts.transport.id)
-                .push_bind(first.facts.transport.meta_json())
-                .push_bind(*reused);
-        })
-        .build()
-        .persistent(false)
-        .execute(&mut *tx)
-        .await?;
-    }
+    let reused = audit::reused_transport_ids!(&mut *conn, &keyed);
+    let audited: Vec<AuditRow> =
+        fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused)).collect();
+    insert_deliveries!(conn, &audited).await?;
     let outbox: Vec<(&Delivery, &OutboxMessage)> =
         fresh.iter().flat_map(|job| job.delivery.outbox.iter().map(|m| (&*job.delivery, m))).collect();
-    for batch in outbox.chunks(BATCH_ROWS) {
-        QueryBuilder::new(
-            "INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status, next_attempt_at,
-                created_at) ",
-        )
-        .push_values(batch, |mut row, (d, m)| {
+    insert_chunked(
+        conn,
+        "INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status, next_attempt_at,
+            created_at) ",
+        &outbox,
+        |mut row, (d, m)| {
             row.push_bind(m.id)
                 .push_bind(m.invoice_id)
                 .push_bind(outbox::ACCOUNTING_API)
@@ -355,11 +321,9 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
                 .push_bind(AccountingStatus::Pending.as_str())
                 .push_bind(d.received_at)
                 .push_bind(d.received_at);
-        })
-        .build()
-        .persistent(false)
-        .execute(&mut *tx)
-        .await?;
-    }
+        },
+        "",
+    )
+    .await?;
     Ok(numbers)
 }

@@ -32,13 +32,6 @@ pub struct OutboxEntry {
     pub delivered_at: Option<DateTime<Utc>>,
 }
 
-/// One page of outbox messages; pass `next_cursor` as `cursor` to get the next one.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct OutboxPage {
-    pub items: Vec<OutboxEntry>,
-    pub next_cursor: Option<Uuid>,
-}
-
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settlement {

@@ -7,8 +7,9 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::ApiContext;
+use super::extract::parse_id;
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, parse_id};
 use crate::jobs::registry::{self as admin, AdminError};
 use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
 
@@ -67,7 +68,6 @@ pub async fn create_partner(
     responses(
         (status = 200, description = "The partner", body = Partner),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn get_partner(
     State(ctx): State<ApiContext>,
@@ -89,7 +89,6 @@ pub struct StatusChange {
         (status = 200, description = "The partner", body = Partner),
         (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn set_status(
     State(ctx): State<ApiContext>,
@@ -112,7 +111,6 @@ pub struct CredentialRequest {
         (status = 201, description = "The new secret, shown only here", body = IssuedSecret),
         (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn issue_credential(
     State(ctx): State<ApiContext>,
@@ -129,9 +127,7 @@ pub async fn issue_credential(
     params(("id" = String, Path, description = "Partner id"), ("credential" = Uuid, Path, description = "Credential id")),
     responses(
         (status = 204, description = "Revoked"),
-        (status = 400, description = "`invalid-request`: the credential id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn revoke_credential(
     State(ctx): State<ApiContext>,

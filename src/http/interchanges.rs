@@ -4,8 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -16,13 +15,14 @@ use tokio::sync::OwnedSemaphorePermit;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
+use super::extract::{Id, Params};
 use super::limits::Reservation;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
-use super::{ApiContext, auth, doors, non_empty, page_limit, parse_id};
+use super::{ApiContext, auth, doors, non_empty, page_limit};
 use crate::edi::{PartyId, Standard, ack};
 use crate::inbox::Status;
 use crate::inbox::quarantine::Quarantined;
-use crate::inbox::resource::{IdempotencyKey, InterchangePage, InterchangeResource};
+use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
 use crate::inbox::transport::Transport;
 use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report};
 use crate::partners::Partner;
@@ -411,15 +411,10 @@ fn ack_media_type(standard: Standard) -> &'static str {
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The interchange", body = InterchangeResource),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_interchange(
-    State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let row = ctx.store.interchange(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
+pub async fn get_interchange(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, ApiError> {
+    let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     let body = match row.status {
         Status::Processed => row.response_body,
         Status::Rejected => {
@@ -442,12 +437,9 @@ pub async fn get_interchange(
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The acknowledgement", content(("application/edi-x12"), ("application/edifact"))),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_ack(State(ctx): State<ApiContext>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let id = parse_id(&id)?;
+pub async fn get_ack(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, ApiError> {
     let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     let ack = ctx.store.ack(id).await?.ok_or(ApiError::NotFound)?;
     let standard = Standard::parse(&row.standard).ok_or(ApiError::Internal)?;
@@ -466,15 +458,12 @@ pub async fn get_ack(State(ctx): State<ApiContext>, Path(id): Path<String>) -> R
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
         (status = 200, description = "The attempts, oldest first", body = [DeliveryAttempt]),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_deliveries(
     State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<Vec<DeliveryAttempt>>, ApiError> {
-    let id = parse_id(&id)?;
     ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(ctx.store.delivery_attempts(id).await?))
 }
@@ -524,15 +513,13 @@ pub struct InterchangeQuery {
     security((), ("admin_token" = [])),
     params(InterchangeQuery),
     responses(
-        (status = 200, description = "One page of interchanges", body = InterchangePage),
-        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One page of interchanges", body = Page<InterchangeSummary>),
     )
 )]
 pub async fn list_interchanges(
     State(ctx): State<ApiContext>,
-    query: Result<Query<InterchangeQuery>, QueryRejection>,
-) -> Result<Json<InterchangePage>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    Params(query): Params<InterchangeQuery>,
+) -> Result<Json<Page<InterchangeSummary>>, ApiError> {
     let filter = InterchangeFilter {
         sender: non_empty("sender", query.sender)?,
         control_number: non_empty("control_number", query.control_number)?,

@@ -1,16 +1,16 @@
 //! `/v1/invoices`: the invoices booked from processed interchanges.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::problem::{ApiError, Problem};
-use super::{ApiContext, non_empty, page_limit, parse_id};
+use super::extract::{Id, Params};
+use super::problem::ApiError;
+use super::{ApiContext, non_empty, page_limit};
 use crate::inbox::outbox::AccountingStatus;
-use crate::inbox::resource::{InvoicePage, InvoiceResource};
+use crate::inbox::resource::{InvoiceResource, Page};
 use crate::store::InvoiceFilter;
 
 /// Read one invoice with its lines.
@@ -22,15 +22,13 @@ use crate::store::InvoiceFilter;
     params(("id" = Uuid, Path, description = "Invoice id")),
     responses(
         (status = 200, description = "The invoice", body = InvoiceResource),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_invoice(
     State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<InvoiceResource>, ApiError> {
-    Ok(Json(ctx.store.invoice(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?))
+    Ok(Json(ctx.store.invoice(id).await?.ok_or(ApiError::NotFound)?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -58,15 +56,13 @@ pub struct InvoiceQuery {
     security((), ("admin_token" = [])),
     params(InvoiceQuery),
     responses(
-        (status = 200, description = "One page of invoices", body = InvoicePage),
-        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One page of invoices", body = Page<InvoiceResource>),
     )
 )]
 pub async fn list_invoices(
     State(ctx): State<ApiContext>,
-    query: Result<Query<InvoiceQuery>, QueryRejection>,
-) -> Result<Json<InvoicePage>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    Params(query): Params<InvoiceQuery>,
+) -> Result<Json<Page<InvoiceResource>>, ApiError> {
     let filter = InvoiceFilter {
         interchange_id: query.interchange_id,
         number: non_empty("number", query.number)?,

@@ -5,6 +5,7 @@ mod admin;
 mod auth;
 mod connection;
 pub mod doors;
+mod extract;
 mod health;
 pub mod interchanges;
 mod invoices;
@@ -37,7 +38,6 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::{Config, SwaggerUi};
-use uuid::Uuid;
 
 use crate::config::ServerConfig;
 use crate::ingest::Ingest;
@@ -124,6 +124,7 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .routes(routes!(quarantine::confirm_sns))
         .split_for_parts();
     openapi::declare_unauthorized(&mut doc, |method, path| auth::guarded(true, method, path));
+    openapi::declare_refusals(&mut doc);
     (router, doc)
 }
 
@@ -233,10 +234,6 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
-}
-
-fn parse_id(text: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(text).map_err(|_| ApiError::BadRequest(format!("{text:?} is not a UUID")))
 }
 
 /// A text filter that is given must say something: an empty one is a 400, as the spec declares.

@@ -98,9 +98,58 @@ pub fn declare_unauthorized(
 
 /// The 401 of a guarded route: an `unauthorized` problem.
 fn unauthorized() -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    problem("`unauthorized`: the admin token is missing or wrong (partners mode)")
+}
+
+/// Declares the refusals the extractors (`extract::Id`, `extract::Params`) answer before a handler
+/// runs, for every operation whose parameters they parse: 400 `invalid-request` for a query string
+/// or a UUID path parameter that does not parse, and 404 `not-found` for a path naming nothing. An
+/// operation that declares its own 400 keeps it.
+pub fn declare_refusals(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::path::{Parameter, ParameterIn};
+    use utoipa::openapi::schema::{KnownFormat, Schema, SchemaFormat};
+    for item in doc.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.options];
+        for operation in operations.into_iter().flatten() {
+            let parameters: Vec<&Parameter> = operation
+                .parameters
+                .iter()
+                .flatten()
+                .filter_map(|p| match p {
+                    RefOr::T(p) => Some(p),
+                    RefOr::Ref(_) => None,
+                })
+                .collect();
+            let by_path = parameters.iter().any(|p| p.parameter_in == ParameterIn::Path);
+            let uuid_path = parameters.iter().any(|p| {
+                p.parameter_in == ParameterIn::Path
+                    && matches!(&p.schema, Some(RefOr::T(Schema::Object(object)))
+                        if object.format == Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+            });
+            let by_query = parameters.iter().any(|p| p.parameter_in == ParameterIn::Query);
+            let responses = &mut operation.responses.responses;
+            if uuid_path {
+                responses
+                    .entry("400".into())
+                    .or_insert_with(|| problem("`invalid-request`: an id is not a UUID"));
+            } else if by_query {
+                responses
+                    .entry("400".into())
+                    .or_insert_with(|| problem("`invalid-request`: a query parameter is not valid"));
+            }
+            if by_path {
+                responses.entry("404".into()).or_insert_with(|| problem("`not-found`"));
+            }
+        }
+    }
+}
+
+/// A response whose body is a problem document.
+fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
     use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
     ResponseBuilder::new()
-        .description("`unauthorized`: the admin token is missing or wrong (partners mode)")
+        .description(description)
         .content(
             super::problem::PROBLEM_JSON,
             ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),

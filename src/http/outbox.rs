@@ -2,17 +2,18 @@
 //! operators holding the admin token.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use chrono::Utc;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
+use super::extract::{Id, Params};
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, page_limit, parse_id};
-use crate::accounting::{OutboxEntry, OutboxPage};
+use super::{ApiContext, page_limit};
+use crate::accounting::OutboxEntry;
 use crate::inbox::outbox::AccountingStatus;
+use crate::inbox::resource::Page;
 use crate::store::{OutboxFilter, Transition};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -31,15 +32,13 @@ pub struct OutboxQuery {
 #[utoipa::path(get, path = "/v1/admin/outbox", tag = "admin", security(("admin_token" = [])),
     params(OutboxQuery),
     responses(
-        (status = 200, description = "One page of outbox messages", body = OutboxPage),
-        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One page of outbox messages", body = Page<OutboxEntry>),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_outbox(
     State(ctx): State<ApiContext>,
-    query: Result<Query<OutboxQuery>, QueryRejection>,
-) -> Result<Json<OutboxPage>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    Params(query): Params<OutboxQuery>,
+) -> Result<Json<Page<OutboxEntry>>, ApiError> {
     let filter = OutboxFilter { status: query.status, cursor: query.cursor, limit: page_limit(query.limit)? };
     Ok(Json(ctx.store.outbox(&filter).await?))
 }
@@ -49,16 +48,11 @@ pub async fn list_outbox(
     params(("id" = Uuid, Path, description = "Outbox message id")),
     responses(
         (status = 200, description = "The message, pending again", body = OutboxEntry),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`wrong-state`: the message is not dead", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn retry_message(
-    State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
-) -> Result<Json<OutboxEntry>, ApiError> {
-    answer(ctx.store.redrive(parse_id(&id)?, Utc::now()).await?)
+pub async fn retry_message(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<OutboxEntry>, ApiError> {
+    answer(ctx.store.redrive(id, Utc::now()).await?)
 }
 
 /// Give up on a dead message: it is never sent.
@@ -66,16 +60,14 @@ pub async fn retry_message(
     params(("id" = Uuid, Path, description = "Outbox message id")),
     responses(
         (status = 200, description = "The message, discarded", body = OutboxEntry),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`wrong-state`: the message is not dead", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn discard_message(
     State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<OutboxEntry>, ApiError> {
-    answer(ctx.store.discard(parse_id(&id)?).await?)
+    answer(ctx.store.discard(id).await?)
 }
 
 fn answer(transition: Transition) -> Result<Json<OutboxEntry>, ApiError> {

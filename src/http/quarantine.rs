@@ -3,17 +3,18 @@
 //! subscription messages to confirm), for operators holding the admin token.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use chrono::Utc;
 use serde::Deserialize;
 use std::sync::Arc;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
+use super::extract::{Id, Params};
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, page_limit, parse_id};
-use crate::inbox::quarantine::{QuarantinePage, QuarantineStatus, Quarantined};
+use super::{ApiContext, page_limit};
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::inbox::resource::Page;
 use crate::store::{QuarantineFilter, SnsSubscription};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -32,14 +33,12 @@ pub struct QuarantineQuery {
 #[utoipa::path(get, path = "/v1/admin/quarantine", tag = "admin", security(("admin_token" = [])),
     params(QuarantineQuery),
     responses(
-        (status = 200, description = "One page of quarantined deliveries", body = QuarantinePage),
-        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One page of quarantined deliveries", body = Page<Quarantined>),
     ))]
 pub async fn list_quarantine(
     State(ctx): State<ApiContext>,
-    query: Result<Query<QuarantineQuery>, QueryRejection>,
-) -> Result<Json<QuarantinePage>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    Params(query): Params<QuarantineQuery>,
+) -> Result<Json<Page<Quarantined>>, ApiError> {
     let filter =
         QuarantineFilter { status: query.status, cursor: query.cursor, limit: page_limit(query.limit)? };
     Ok(Json(ctx.store.quarantined(&filter).await?))
@@ -53,15 +52,10 @@ pub async fn list_quarantine(
     params(("id" = Uuid, Path, description = "Quarantine entry id")),
     responses(
         (status = 200, description = "Released: `released_as` is the recorded interchange", body = Quarantined),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`wrong-state`: not held, or still invalid", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn release_held(
-    State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
-) -> Result<Json<Quarantined>, ApiError> {
-    let held = ctx.store.held(parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
+pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
+    let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     still_held(&held.entry)?;
     let partner = ctx.store.partner(&held.entry.partner_id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(ctx.ingest.release(held, Arc::new(partner)).await?))
@@ -72,15 +66,9 @@ pub async fn release_held(
     params(("id" = Uuid, Path, description = "Quarantine entry id")),
     responses(
         (status = 200, description = "Discarded", body = Quarantined),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`wrong-state`: not held", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn discard_held(
-    State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
-) -> Result<Json<Quarantined>, ApiError> {
-    let id = parse_id(&id)?;
+pub async fn discard_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     still_held(&held.entry)?;
     let discarded = ctx.store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
@@ -114,12 +102,10 @@ pub async fn list_sns(State(ctx): State<ApiContext>) -> Result<Json<Vec<SnsSubsc
     params(("id" = Uuid, Path, description = "Subscription message id")),
     responses(
         (status = 200, description = "Confirmed", body = SnsSubscription),
-        (status = 400, description = "`invalid-request`: the id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn confirm_sns(
     State(ctx): State<ApiContext>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<SnsSubscription>, ApiError> {
-    Ok(Json(ctx.store.confirm_sns(parse_id(&id)?, Utc::now()).await?.ok_or(ApiError::NotFound)?))
+    Ok(Json(ctx.store.confirm_sns(id, Utc::now()).await?.ok_or(ApiError::NotFound)?))
 }

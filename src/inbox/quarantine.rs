@@ -72,10 +72,3 @@ impl TryFrom<String> for StoredProblem {
 
 /// What the sender's answer is called.
 pub const QUARANTINED: &str = "quarantined";
-
-/// One page of held deliveries; pass `next_cursor` as `cursor` to get the next one.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct QuarantinePage {
-    pub items: Vec<Quarantined>,
-    pub next_cursor: Option<Uuid>,
-}

@@ -95,18 +95,21 @@ pub struct InterchangeSummary {
     pub last_delivery_at: Option<DateTime<Utc>>,
 }
 
-/// One page of interchanges; pass `next_cursor` as `cursor` to get the next one.
+/// One page of a list, newest first; pass `next_cursor` as `cursor` to get the next one.
 #[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct InterchangePage {
-    pub items: Vec<InterchangeSummary>,
+pub struct Page<T> {
+    pub items: Vec<T>,
     pub next_cursor: Option<Uuid>,
 }
 
-/// One page of invoices; pass `next_cursor` as `cursor` to get the next one.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct InvoicePage {
-    pub items: Vec<InvoiceResource>,
-    pub next_cursor: Option<Uuid>,
+impl<T> Page<T> {
+    /// The page of `items` asked for with `limit`: it has a next one when it is full, which starts
+    /// after the last item's id.
+    pub fn new(items: Vec<T>, limit: u32, id: impl Fn(&T) -> Uuid) -> Page<T> {
+        let full = items.len() == usize::try_from(limit).unwrap_or(usize::MAX);
+        let next_cursor = if full { items.last().map(id) } else { None };
+        Page { items, next_cursor }
+    }
 }
 
 /// The answer to an interchange whose every document is of a type its partner declared naturally

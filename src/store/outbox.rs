@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Db, Store, StoreError, next_cursor};
-use crate::accounting::{OutboxEntry, OutboxPage, Settlement};
+use super::{Db, Store, StoreError};
+use crate::accounting::{OutboxEntry, Settlement};
 use crate::inbox::outbox::AccountingStatus;
+use crate::inbox::resource::Page;
 
 /// How long the backlog figures are reused.
 pub(super) const STATS_TTL: Duration = Duration::from_secs(1);
@@ -177,7 +178,7 @@ impl Store {
     }
 
     /// Newest first, keyset-paginated on the time-ordered id.
-    pub async fn outbox(&self, filter: &OutboxFilter) -> Result<OutboxPage, StoreError> {
+    pub async fn outbox(&self, filter: &OutboxFilter) -> Result<Page<OutboxEntry>, StoreError> {
         let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM outbox WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
              ORDER BY id DESC LIMIT $3"
@@ -188,8 +189,7 @@ impl Store {
             .bind(i64::from(filter.limit))
             .fetch_all(pool)
             .await?);
-        let next_cursor = next_cursor(&items, filter.limit, |item| item.id);
-        Ok(OutboxPage { items, next_cursor })
+        Ok(Page::new(items, filter.limit, |item| item.id))
     }
 
     /// Sends a dead message again, with a fresh budget of attempts, from `now`.

@@ -16,7 +16,8 @@ use sqlx::query::QueryAs;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::{StoreError, StoreOptions, audit, effect_rows, position};
+use super::invoices::effect_rows;
+use super::{StoreError, StoreOptions, audit, position};
 use crate::edi::ack;
 use crate::inbox::outbox;
 use crate::inbox::{Claim, Next, Outcome, decide};

@@ -5,10 +5,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Store, StoreError, next_cursor};
-use crate::inbox::quarantine::{
-    QUARANTINED, QuarantinePage, QuarantineReason, QuarantineStatus, Quarantined,
-};
+use super::{Store, StoreError};
+use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
+use crate::inbox::resource::Page;
 
 /// A delivery to hold.
 #[derive(Debug)]
@@ -85,7 +84,7 @@ impl Store {
     }
 
     /// Held deliveries, newest first.
-    pub async fn quarantined(&self, filter: &QuarantineFilter) -> Result<QuarantinePage, StoreError> {
+    pub async fn quarantined(&self, filter: &QuarantineFilter) -> Result<Page<Quarantined>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM quarantine WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
              ORDER BY id DESC LIMIT $3"
@@ -97,8 +96,7 @@ impl Store {
             .fetch_all(pool)
             .await?);
         let items: Vec<Quarantined> = items.into_iter().map(answered).collect();
-        let next_cursor = next_cursor(&items, filter.limit, |item| item.id);
-        Ok(QuarantinePage { items, next_cursor })
+        Ok(Page::new(items, filter.limit, |item| item.id))
     }
 
     /// One held delivery with its payload.

@@ -16,8 +16,9 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
+use super::invoices::effect_rows;
 use super::rows::{AuditRow, CHUNK_ROWS, insert_chunked, insert_deliveries};
-use super::{StoreError, StoreOptions, audit, effect_rows, position};
+use super::{StoreError, StoreOptions, audit, position};
 use crate::edi::ack;
 use crate::inbox::outbox::{self, AccountingStatus, OutboxMessage};
 use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};

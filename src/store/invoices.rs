@@ -1,0 +1,257 @@
+//! Invoices: the rows a delivery books (built before its transaction) and reading them back with
+//! their lines and accounting state, one statement per page.
+
+use std::str::FromStr;
+
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
+use crate::inbox::Delivery;
+use crate::inbox::outbox::{AccountingState, AccountingStatus};
+use crate::inbox::resource::{InvoiceResource, Page};
+
+/// Filters of `GET /v1/invoices`.
+#[derive(Debug, Default)]
+pub struct InvoiceFilter {
+    pub interchange_id: Option<Uuid>,
+    pub number: Option<String>,
+    pub accounting_status: Option<AccountingStatus>,
+    /// Only the invoices of this export.
+    pub export_id: Option<Uuid>,
+    pub cursor: Option<Uuid>,
+    pub limit: u32,
+}
+
+impl Store {
+    pub async fn invoice(&self, id: Uuid) -> Result<Option<InvoiceResource>, StoreError> {
+        let filter = InvoiceFilter { cursor: None, limit: 1, ..InvoiceFilter::default() };
+        let invoices = self.load_invoices(&filter, Some(id)).await?;
+        Ok(invoices.into_iter().next())
+    }
+
+    /// Newest first, keyset-paginated on the time-ordered id; each invoice with its lines.
+    pub async fn invoices(&self, filter: &InvoiceFilter) -> Result<Page<InvoiceResource>, StoreError> {
+        let items = self.load_invoices(filter, None).await?;
+        Ok(Page::new(items, filter.limit, |item| item.id))
+    }
+
+    /// The requested page of invoices with their lines, read by one statement (one snapshot: an
+    /// invoice committing meanwhile cannot shift the lines of another).
+    pub(super) async fn load_invoices(
+        &self,
+        filter: &InvoiceFilter,
+        id: Option<Uuid>,
+    ) -> Result<Vec<InvoiceResource>, StoreError> {
+        const SQL: &str = "SELECT i.id, i.inbox_id, i.document_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
+            i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
+            CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
+            i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
+            l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
+            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, \
+            o.status AS accounting_status, o.reference AS accounting_reference, \
+            o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
+            FROM (SELECT * FROM invoices \
+                WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR inbox_id = $2) AND ($3 IS NULL OR number = $3) \
+                AND ($4 IS NULL OR id < $4) \
+                AND ($6 IS NULL OR id IN (SELECT invoice_id FROM outbox WHERE status = $6)) \
+                AND ($7 IS NULL OR id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = $7)) \
+                ORDER BY id DESC LIMIT $5) AS i \
+            LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
+            LEFT JOIN outbox o ON o.invoice_id = i.id \
+            ORDER BY i.id DESC, l.line_number";
+        let limit = i64::from(filter.limit);
+        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(SQL)
+            .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
+            .bind(filter.accounting_status.map(AccountingStatus::as_str)).bind(filter.export_id)
+            .fetch_all(pool).await?);
+        let mut invoices: Vec<InvoiceResource> = Vec::new();
+        for row in rows {
+            let line = row.line.into_line()?;
+            match invoices.last_mut() {
+                Some(last) if last.id == row.invoice.id => last.invoice.lines.extend(line),
+                _ => {
+                    let mut invoice = row.invoice.into_resource(line.into_iter().collect())?;
+                    invoice.accounting = row.accounting.into_state()?;
+                    invoices.push(invoice);
+                }
+            }
+        }
+        Ok(invoices)
+    }
+}
+
+/// An `invoices` row as written and read: dates and decimals as text, which PostgreSQL casts and
+/// SQLite keeps.
+#[derive(sqlx::FromRow)]
+pub(super) struct InvoiceRow {
+    pub(super) id: Uuid,
+    pub(super) inbox_id: Uuid,
+    pub(super) document_id: Uuid,
+    pub(super) number: String,
+    pub(super) issue_date: String,
+    pub(super) purchase_order: Option<String>,
+    pub(super) currency: String,
+    pub(super) total: String,
+    pub(super) tax_total: Option<String>,
+    pub(super) tax_rate: Option<String>,
+    pub(super) seller_name: Option<String>,
+    pub(super) seller_qualifier: Option<String>,
+    pub(super) seller_id: Option<String>,
+    pub(super) buyer_name: Option<String>,
+    pub(super) buyer_qualifier: Option<String>,
+    pub(super) buyer_id: Option<String>,
+    pub(super) allowances_charges: String,
+}
+
+/// An `invoice_lines` row as written.
+pub(super) struct LineRow {
+    pub(super) invoice_id: Uuid,
+    pub(super) line_number: i32,
+    pub(super) quantity: String,
+    pub(super) unit: Option<String>,
+    pub(super) unit_price: Option<String>,
+    pub(super) product_id: Option<String>,
+    pub(super) description: Option<String>,
+    pub(super) amount: String,
+}
+
+fn decimal(text: &str) -> Result<Decimal, StoreError> {
+    Decimal::from_str(text).map_err(|e| StoreError::Corrupt(format!("decimal {text:?}: {e}")))
+}
+
+fn party(name: Option<String>, qualifier: Option<String>, id: Option<String>) -> Option<Party> {
+    (name.is_some() || qualifier.is_some() || id.is_some()).then_some(Party { name, qualifier, id })
+}
+
+impl InvoiceRow {
+    fn into_resource(self, lines: Vec<InvoiceLine>) -> Result<InvoiceResource, StoreError> {
+        let allowances_charges: Vec<AllowanceCharge> = serde_json::from_str(&self.allowances_charges)
+            .map_err(|e| StoreError::Corrupt(format!("allowances_charges: {e}")))?;
+        Ok(InvoiceResource {
+            id: self.id,
+            interchange_id: self.inbox_id,
+            accounting: None,
+            invoice: Invoice {
+                number: self.number,
+                issue_date: NaiveDate::from_str(&self.issue_date)
+                    .map_err(|e| StoreError::Corrupt(format!("issue_date: {e}")))?,
+                purchase_order: self.purchase_order,
+                currency: self.currency,
+                total: decimal(&self.total)?,
+                tax_total: self.tax_total.as_deref().map(decimal).transpose()?,
+                tax_rate: self.tax_rate.as_deref().map(decimal).transpose()?,
+                seller: party(self.seller_name, self.seller_qualifier, self.seller_id),
+                buyer: party(self.buyer_name, self.buyer_qualifier, self.buyer_id),
+                lines,
+                allowances_charges,
+            },
+        })
+    }
+}
+
+/// An invoice with one of its lines, as the invoice listing reads them (no line: an invoice without
+/// lines, which the LEFT JOIN still returns).
+#[derive(sqlx::FromRow)]
+struct InvoiceLineRow {
+    #[sqlx(flatten)]
+    invoice: InvoiceRow,
+    #[sqlx(flatten)]
+    line: JoinedLine,
+    #[sqlx(flatten)]
+    accounting: JoinedAccounting,
+}
+
+/// The invoice's outbox message, when it has one.
+#[derive(sqlx::FromRow)]
+struct JoinedAccounting {
+    accounting_status: Option<String>,
+    accounting_reference: Option<String>,
+    accounting_attempts: Option<i32>,
+    accounting_last_error: Option<String>,
+}
+
+impl JoinedAccounting {
+    fn into_state(self) -> Result<Option<AccountingState>, StoreError> {
+        let Some(status) = self.accounting_status else { return Ok(None) };
+        Ok(Some(AccountingState {
+            status: AccountingStatus::try_from(status).map_err(StoreError::Corrupt)?,
+            reference: self.accounting_reference,
+            attempts: self.accounting_attempts.unwrap_or_default(),
+            last_error: self.accounting_last_error,
+        }))
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct JoinedLine {
+    line_number: Option<i32>,
+    quantity: Option<String>,
+    unit: Option<String>,
+    unit_price: Option<String>,
+    product_id: Option<String>,
+    description: Option<String>,
+    amount: Option<String>,
+}
+
+impl JoinedLine {
+    fn into_line(self) -> Result<Option<InvoiceLine>, StoreError> {
+        let (Some(number), Some(quantity), Some(amount)) = (self.line_number, self.quantity, self.amount)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(InvoiceLine {
+            number: u32::try_from(number).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            quantity: decimal(&quantity)?,
+            unit: self.unit,
+            unit_price: self.unit_price.as_deref().map(decimal).transpose()?,
+            product_id: self.product_id,
+            description: self.description,
+            amount: decimal(&amount)?,
+        }))
+    }
+}
+
+/// The invoice and line rows a delivery writes.
+pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>) {
+    let field = |party: &Option<Party>, get: fn(&Party) -> &Option<String>| {
+        party.as_ref().and_then(|p| get(p).clone())
+    };
+    let mut invoices = Vec::new();
+    let mut lines = Vec::new();
+    for (document, id, invoice) in delivery.invoices() {
+        invoices.push(InvoiceRow {
+            id,
+            inbox_id: delivery.id,
+            document_id: document.id,
+            number: invoice.number.clone(),
+            issue_date: invoice.issue_date.to_string(),
+            purchase_order: invoice.purchase_order.clone(),
+            currency: invoice.currency.clone(),
+            total: invoice.total.to_string(),
+            tax_total: invoice.tax_total.map(|d| d.to_string()),
+            tax_rate: invoice.tax_rate.map(|d| d.to_string()),
+            seller_name: field(&invoice.seller, |p| &p.name),
+            seller_qualifier: field(&invoice.seller, |p| &p.qualifier),
+            seller_id: field(&invoice.seller, |p| &p.id),
+            buyer_name: field(&invoice.buyer, |p| &p.name),
+            buyer_qualifier: field(&invoice.buyer, |p| &p.qualifier),
+            buyer_id: field(&invoice.buyer, |p| &p.id),
+            allowances_charges: serde_json::to_string(&invoice.allowances_charges)
+                .unwrap_or_else(|_| "[]".into()),
+        });
+        lines.extend(invoice.lines.iter().map(|line| LineRow {
+            invoice_id: id,
+            line_number: i32::try_from(line.number).unwrap_or(i32::MAX),
+            quantity: line.quantity.to_string(),
+            unit: line.unit.clone(),
+            unit_price: line.unit_price.map(|d| d.to_string()),
+            product_id: line.product_id.clone(),
+            description: line.description.clone(),
+            amount: line.amount.to_string(),
+        }));
+    }
+    (invoices, lines)
+}

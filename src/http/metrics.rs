@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -80,15 +80,32 @@ fn describe() {
     describe_gauge!("edi_inbox_purge_last_success_timestamp_seconds", "When the last purge run finished.");
 }
 
+/// A request method as a label: the standard ones by name, any other (which anybody may make up,
+/// as long as they like) as `other`, so that no request adds a series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
 /// Counts and times every request to a matched route, by route template, method and status.
 pub async fn track(request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
     let elapsed = started.elapsed().as_secs_f64();
-    metrics::histogram!("edi_inbox_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
+    metrics::histogram!("edi_inbox_http_request_duration_seconds", "route" => route.clone(), "method" => method)
         .record(elapsed);
     metrics::counter!("edi_inbox_http_requests_total", "route" => route, "method" => method, "status" => status)
         .increment(1);

@@ -41,6 +41,19 @@ async fn requests_without_valid_credentials_are_refused(backend: Backend) {
     post_with_key(&h, &acme.webhook_secret, fixture("x12/810-single.edi"))
         .await
         .assert_problem(401, "unauthorized");
+    // Basic carries the partner and its key: a key under another partner's name is no credential.
+    let basic = |user: &str| {
+        Reply::send(
+            h.app
+                .client
+                .post(h.app.url("/v1/interchanges"))
+                .basic_auth(user, Some(&acme.api_key))
+                .header("content-type", "application/edi-x12")
+                .body(fixture("x12/810-single.edi")),
+        )
+    };
+    basic("globex").await.assert_problem(401, "unauthorized");
+    basic("").await.assert_problem(401, "unauthorized");
     // Wrong receiver: the partner may only send to BUYERCO.
     let elsewhere = String::from_utf8(fixture("x12/810-single.edi"))
         .unwrap()

@@ -51,13 +51,14 @@ fn bearer(parts: &Parts) -> Option<&str> {
     header(parts, header::AUTHORIZATION.as_str())?.strip_prefix("Bearer ").map(str::trim)
 }
 
-/// The password of `Authorization: Basic`, which carries the API key for senders that can only put
-/// credentials in the endpoint URL (`https://partner:KEY@host/…`, as AWS SNS does).
-fn basic_password(parts: &Parts) -> Option<String> {
+/// The user and password of `Authorization: Basic`, which carries the partner id and its API key
+/// for senders that can only put credentials in the endpoint URL (`https://partner:KEY@host/…`, as
+/// AWS SNS does).
+fn basic_credentials(parts: &Parts) -> Option<(String, String)> {
     let encoded = header(parts, header::AUTHORIZATION.as_str())?.strip_prefix("Basic ")?;
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
     let text = String::from_utf8(decoded).ok()?;
-    text.split_once(':').map(|(_, password)| password.to_owned())
+    text.split_once(':').map(|(user, password)| (user.to_owned(), password.to_owned()))
 }
 
 /// The `partner` query parameter, which names the partner of a signed request.
@@ -72,9 +73,17 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     if !ctx.partner_auth {
         return Ok(Caller::Open);
     }
-    if let Some(key) = bearer(parts).map(str::to_owned).or_else(|| basic_password(parts)) {
+    // Bearer: the key alone; Basic: the user must name the key's partner.
+    let credentials = match bearer(parts) {
+        Some(key) => Some((None, key.to_owned())),
+        None => basic_credentials(parts).map(|(user, key)| (Some(user), key)),
+    };
+    if let Some((user, key)) = credentials {
         let directory = ctx.store.directory().await?;
-        let partner = directory.by_api_key(&key).ok_or_else(|| unauthorized("the API key is not valid"))?;
+        let partner = directory
+            .by_api_key(&key)
+            .filter(|partner| user.as_ref().is_none_or(|user| *user == partner.id))
+            .ok_or_else(|| unauthorized("the API key is not valid"))?;
         return Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?);
     }
     let Some(signatures) = header(parts, "webhook-signature") else {

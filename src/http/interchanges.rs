@@ -94,7 +94,7 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             body = Quarantined),
         (status = 400, description = "`malformed-interchange`: no idempotency key can be read; `invalid-transport`: the push message or event around it is not valid; nothing stored",
             body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`unauthorized`: no valid API key (Bearer, or Basic with the key as password) or signature (partner authentication)",
+        (status = 401, description = "`unauthorized`: no valid API key (Bearer, or Basic with the partner id as user and the key as password) or signature (partner authentication)",
             body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`forbidden-sender`: the interchange's sender or receiver or the AS2 name is not the partner's, or the partner is suspended; nothing stored",
             body = Problem, content_type = "application/problem+json"),

@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 use crate::accounting::retry::RetryPolicy;
 use crate::ingest::IngestOptions;
 use crate::jobs::purge::Retention;
-use crate::jobs::relay::RelayOptions;
+use crate::jobs::relay::{RelayOptions, shown};
 use crate::partners::NewPartner;
 use crate::store::StoreOptions;
 
@@ -421,6 +421,9 @@ pub fn effective(matches: &ArgMatches) -> Vec<Setting> {
             let value = match raw {
                 Some(_) if arg.is_hide_env_values_set() => Some("***".to_owned()),
                 Some(url) if id == "database_url" => Some(crate::store::redacted(&url)),
+                Some(url) if id == "accounting_url" => {
+                    Some(reqwest::Url::parse(&url).map_or_else(|_| "***".to_owned(), |url| shown(&url)))
+                }
                 other => other,
             };
             let source = match matches.value_source(id) {

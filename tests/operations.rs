@@ -15,14 +15,22 @@ use sqlx::Connection;
 fn config_shows_each_value_and_its_source_without_secrets() {
     let output = process::command(
         "postgres://app:database-password@db.example/inbox",
-        &["config", "--rate-limit", "5", "--accounting-token", "accounting-secret"],
+        &[
+            "config",
+            "--rate-limit",
+            "5",
+            "--accounting-token",
+            "accounting-secret",
+            "--accounting-url",
+            "https://relay:url-password@acct.example/book?api_key=url-key&region=eu",
+        ],
     )
     .env("EDI_INBOX_ADMIN_TOKEN", "admin-secret")
     .output()
     .expect("edi-inbox config runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8(output.stdout).unwrap();
-    for secret in ["database-password", "accounting-secret", "admin-secret"] {
+    for secret in ["database-password", "accounting-secret", "admin-secret", "url-password", "url-key"] {
         assert!(!text.contains(secret), "{secret} is shown:\n{text}");
     }
     let settings: Vec<Value> = serde_json::from_str(&text).unwrap();
@@ -44,7 +52,7 @@ fn config_shows_each_value_and_its_source_without_secrets() {
     );
     assert_eq!(
         (&setting("accounting-url")["value"], &setting("accounting-url")["source"]),
-        (&Value::Null, &json!("unset"))
+        (&json!("https://relay:***@acct.example/book?api_key=***&region=eu"), &json!("flag"))
     );
     assert!(settings.len() > 30, "every setting is listed: {}", settings.len());
 }

@@ -23,6 +23,30 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// Attempts settled in one transaction at most.
 const MAX_SETTLED: usize = 256;
 
+/// Query parameter names that carry a credential (compared in lower case, as parts of the name).
+const SECRET_PARAMETERS: [&str; 7] = ["key", "token", "secret", "password", "sig", "auth", "credential"];
+
+/// The accounting API's URL fit for logs and `edi-inbox config`: its password and the values of
+/// query parameters named like credentials (`api_key`, `access_token`, …) as `***`.
+pub fn shown(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    if url.password().is_some() {
+        let _ = shown.set_password(Some("***"));
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(name, value)| {
+                let lower = name.to_ascii_lowercase();
+                let secret = SECRET_PARAMETERS.iter().any(|part| lower.contains(part));
+                (name.into_owned(), if secret { "***".to_owned() } else { value.into_owned() })
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    shown.to_string().replace("%2A%2A%2A", "***")
+}
+
 /// What a relay is configured with.
 #[derive(Debug, Clone)]
 pub struct RelayOptions {
@@ -92,7 +116,7 @@ impl Relay {
         let settler = tokio::spawn(Arc::clone(&relay).settle(endings));
         let mut calls = JoinSet::new();
         let refill = (relay.concurrency / 2).max(1);
-        tracing::info!(url = %relay.url, concurrency = relay.concurrency, "relaying to the accounting API");
+        tracing::info!(url = %shown(&relay.url), concurrency = relay.concurrency, "relaying to the accounting API");
         while !*stop.borrow() {
             let free = relay.concurrency - calls.len();
             let mut leased = 0;
@@ -215,5 +239,21 @@ impl Relay {
         }
         body.truncate(MAX_ANSWER_BYTES);
         classify(status, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_the_url_are_not_shown() {
+        let url = reqwest::Url::parse(
+            "https://relay:pw-1@acct.example/book?api_key=k-1&region=eu&Access_Token=t-1",
+        )
+        .unwrap();
+        assert_eq!(shown(&url), "https://relay:***@acct.example/book?api_key=***&region=eu&Access_Token=***");
+        let plain = reqwest::Url::parse("http://127.0.0.1:9000/invoices").unwrap();
+        assert_eq!(shown(&plain), "http://127.0.0.1:9000/invoices");
     }
 }

@@ -68,6 +68,9 @@ async fn files_match_the_invoices_api(backend: Backend) {
     ] {
         assert_eq!(h.app.post_fixture(path).await.status, 201, "{path}");
     }
+    // A seller named like a spreadsheet formula: check_csv.py expects it behind a `'`.
+    let formula = String::from_utf8(numbered(9)).unwrap().replace("ACME SUPPLY CO", "=HYPERLINK(1)");
+    assert_eq!(h.app.post(formula, "application/edi-x12").await.status, 201);
     let invoices = h.app.all_invoices().await.len();
     let root = scratch();
     let dir = root.join("out");
@@ -105,6 +108,8 @@ async fn a_crashed_export_still_exports_each_invoice_once(backend: Backend) {
         .collect();
     assert!(names.iter().any(|n| n.ends_with(".tmp")), "the written, unrenamed file is left: {names:?}");
 
+    // Somebody else's temporary file in the same directory is not the exporter's to remove.
+    std::fs::write(dir.join(".someone-else.tmp"), b"not ours").unwrap();
     for n in 6..=7 {
         assert_eq!(h.app.post(numbered(n), "application/edi-x12").await.status, 201);
     }
@@ -119,6 +124,17 @@ async fn a_crashed_export_still_exports_each_invoice_once(backend: Backend) {
     assert_eq!(std::fs::read(dir.join(&renamed[0])).unwrap(), first, "written again with the same content");
     let checked = check(&h, &[&dir]).await;
     assert_eq!((checked["invoices"].as_u64(), checked["files"].as_u64()), (Some(7), Some(4)), "{checked}");
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(left, [".someone-else.tmp"], "its own leftovers removed, nobody else's");
+    for name in csv_files(&dir).iter().chain([&"manifest.json".to_owned()]) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join(name)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "{name} is {mode:o}");
+    }
     let _ = std::fs::remove_dir_all(root);
     h.finish().await;
 }

@@ -1,6 +1,8 @@
 //! The accounting file format: RFC 4180 CSV, one record per invoice line (an invoice without lines
 //! gets one record with empty line columns), decimals exactly as received, CRLF line ends, a header
-//! record naming the [`COLUMNS`].
+//! record naming the [`COLUMNS`]. A field that a spreadsheet would read as a formula (it starts with
+//! `=`, `+`, `-`, `@`, a tab or a carriage return and is not a number) gets a leading `'`, as OWASP
+//! advises against CSV injection: names and ids come from partners' interchanges.
 
 use std::fmt::Display;
 
@@ -87,9 +89,16 @@ fn text(value: Option<impl Display>) -> Option<String> {
     value.map(|v| v.to_string())
 }
 
+/// `field`, with a `'` before it when a spreadsheet would run it as a formula; numbers (a negative
+/// amount) stay numbers.
+fn neutralized(field: String) -> String {
+    let formula = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if formula && field.parse::<rust_decimal::Decimal>().is_err() { format!("'{field}") } else { field }
+}
+
 /// One record: fields quoted when they hold a comma, a quote or a line break (quotes doubled).
 fn record(out: &mut String, fields: impl Iterator<Item = String>) {
-    for (n, field) in fields.enumerate() {
+    for (n, field) in fields.map(neutralized).enumerate() {
         if n > 0 {
             out.push(',');
         }
@@ -113,5 +122,17 @@ mod tests {
         let mut out = String::new();
         record(&mut out, ["plain", "a,b", "say \"hi\"", "two\nlines", ""].into_iter().map(String::from));
         assert_eq!(out, "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\r\n");
+    }
+
+    #[test]
+    fn formulas_are_neutralized_and_numbers_kept() {
+        let mut out = String::new();
+        let fields =
+            ["=1+2", "+A1", "-2+3", "@SUM(A1)", "\tcmd", "\rx", "=HYPERLINK(\"h\")", "-12.50", "+7", "a=b"];
+        record(&mut out, fields.into_iter().map(String::from));
+        assert_eq!(
+            out,
+            "'=1+2,'+A1,'-2+3,'@SUM(A1),'\tcmd,\"'\rx\",\"'=HYPERLINK(\"\"h\"\")\",-12.50,+7,a=b\r\n"
+        );
     }
 }

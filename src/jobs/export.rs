@@ -119,25 +119,38 @@ async fn put_file(dir: &Path, name: &str, bytes: Vec<u8>) -> Result<(), ExportEr
         .map_err(|error| ExportError::Io(failed, std::io::Error::other(error)))?
 }
 
-/// Puts `bytes` at `dir/name` atomically: a synced temporary file renamed over it, then the
-/// directory synced so that the rename survives a power loss.
-/// Removes what crashed writes left behind (only a lock holder writes here, so none is in use).
+/// How this exporter's temporary files start: the only ones it removes.
+const TEMPORARY_PREFIX: &str = ".edi-inbox.";
+/// Export files and the manifest are readable by the owner's group (the accounting import), not by
+/// everybody.
+const FILE_MODE: u32 = 0o640;
+
+/// Removes what this exporter's crashed writes left behind (only a lock holder writes here, so none
+/// is in use); anybody else's files stay.
 fn remove_temporary_files(dir: &Path) -> Result<(), ExportError> {
     let io = |error| ExportError::Io(dir.to_owned(), error);
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let name = entry.map_err(io)?.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') && name.ends_with(".tmp") {
+        if name.starts_with(TEMPORARY_PREFIX) && name.ends_with(".tmp") {
             std::fs::remove_file(dir.join(&*name)).map_err(io)?;
         }
     }
     Ok(())
 }
 
+/// Puts `bytes` at `dir/name` atomically: a synced temporary file (mode [`FILE_MODE`]) renamed over
+/// it, then the directory synced so that the rename survives a power loss.
 fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let io = |error| ExportError::Io(dir.to_owned(), error);
-    let temporary = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple()));
-    let mut file = std::fs::File::create_new(&temporary).map_err(io)?;
+    let temporary = dir.join(format!("{TEMPORARY_PREFIX}{name}.{}.tmp", uuid::Uuid::now_v7().simple()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(&temporary)
+        .map_err(io)?;
     file.write_all(bytes).and_then(|()| file.sync_all()).map_err(io)?;
     drop(file);
     crate::crash_point("export-before-rename");

@@ -7,6 +7,7 @@ the manifest listing each file with its counts and SHA-256. Prints a summary; ex
 first difference."""
 
 import csv
+import decimal
 import hashlib
 import json
 import pathlib
@@ -30,6 +31,16 @@ def text(value):
     return "" if value is None else str(value)
 
 
+def cell(value):
+    """The field as the README documents it: a `'` before text a spreadsheet would run as a formula."""
+    if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        try:
+            decimal.Decimal(value)
+        except decimal.InvalidOperation:
+            return "'" + value
+    return value
+
+
 def party(invoice, name):
     p = invoice.get(name) or {}
     return [text(p.get("qualifier")), text(p.get("id")), text(p.get("name"))]
@@ -44,10 +55,10 @@ def expected_records(invoice):
     ]
     lines = invoice.get("lines") or []
     if not lines:
-        return [head + [""] * 7]
+        return [[cell(v) for v in head + [""] * 7]]
     return [
-        head + [str(l["number"]), text(l.get("product_id")), text(l.get("description")), l["quantity"],
-                text(l.get("unit")), text(l.get("unit_price")), l["amount"]]
+        [cell(v) for v in head + [str(l["number"]), text(l.get("product_id")), text(l.get("description")),
+                                  l["quantity"], text(l.get("unit")), text(l.get("unit_price")), l["amount"]]]
         for l in lines
     ]
 
@@ -65,7 +76,7 @@ def main(invoices_json, *directories):
 
 
 def check_directory(directory, invoices, seen):
-    leftovers = [p.name for p in directory.iterdir() if p.name.endswith(".tmp")]
+    leftovers = [p.name for p in directory.iterdir() if p.name.startswith(".edi-inbox.") and p.name.endswith(".tmp")]
     if leftovers:
         fail(f"temporary files left behind: {leftovers}")
     if not (directory / "manifest.json").exists():

@@ -327,3 +327,84 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
     assert!(metrics.contains("method=\"other\""), "made-up methods are counted as `other`");
     h.finish().await;
 }
+
+/// What a request says reaches the log escaped and cut, in the default (`pretty`) format too: an
+/// SNS `TopicArn` with a line break and terminal escapes cannot start a forged line or colour the
+/// terminal, an envelope sender with escapes reaches the forged-sender warning as text, and a 1 MiB
+/// field costs the log a few hundred bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_text_cannot_forge_or_flood_log_lines() {
+    let dir = std::env::temp_dir().join(format!("edi_inbox_logs_{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let database = format!("sqlite://{}", dir.join("inbox.db").display());
+    let mut command = common::process::command(
+        &database,
+        &["serve", "--bind", &address, "--auth", "partners", "--admin-token", "log-admin"],
+    );
+    command.env("EDI_INBOX_LOG_FORMAT", "pretty");
+    let server = common::process::Process::start(command, false);
+    let url = |path: &str| format!("http://{address}{path}");
+    let client = reqwest::Client::new();
+    common::eventually(
+        async || client.get(url("/healthz")).send().await.map(|r| r.status().as_u16()).unwrap_or(0),
+        |status| *status == 200,
+    )
+    .await;
+    let created = client
+        .post(url("/v1/admin/partners"))
+        .bearer_auth("log-admin")
+        .json(&json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: serde_json::Value = created.json().await.unwrap();
+    let key =
+        created["secrets"].as_array().unwrap().iter().find(|s| s["kind"] == "api_key").unwrap()["secret"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+    let forged = String::from_utf8(fixture("x12/810-single.edi"))
+        .unwrap()
+        .replace("ZZ*ACMESUPPLY     *", "ZZ*\x1b[31mEVIL      *");
+    let refused = client
+        .post(url("/v1/interchanges"))
+        .bearer_auth(&key)
+        .header("content-type", "application/edi-x12")
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let arn =
+        format!("arn:aws:sns:x\nFORGED-LINE  INFO edi_inbox: all is well\x1b[31mRED{}", "a".repeat(1 << 20));
+    let confirmation = json!({"Type": "SubscriptionConfirmation", "MessageId": "m-1", "Token": "t",
+        "TopicArn": arn, "Message": "m", "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription",
+        "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
+        "SigningCertURL": "https://sns.eu-west-1.amazonaws.com/x.pem"});
+    let kept = client
+        .post(url("/v1/interchanges"))
+        .bearer_auth(&key)
+        .header("content-type", "text/plain; charset=UTF-8")
+        .header("x-amz-sns-message-type", "SubscriptionConfirmation")
+        .body(confirmation.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200);
+    // Both requests are logged (the security lines come before each request's delivery line).
+    let log = common::eventually(
+        async || server.log(),
+        |log: &String| log.matches("sns-subscription").count() >= 1 && log.contains("forged-sender"),
+    )
+    .await;
+    assert!(log.lines().all(|line| !line.starts_with("FORGED-LINE")), "a forged line:\n{log}");
+    assert!(!log.contains("\x1b[31mRED") && !log.contains("\x1b[31mEVIL"), "a request coloured the log");
+    assert!(log.contains("\\u{1b}[31mEVIL"), "the forged sender is shown, escaped");
+    let longest = log.lines().map(str::len).max().unwrap_or_default();
+    assert!(longest < 4096, "a log line of {longest} bytes");
+    drop(server);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use super::ApiContext;
 use super::problem::ApiError;
+use crate::inbox::Logged;
 use crate::ingest;
 use crate::partners::Partner;
 use crate::partners::directory::Directory;
@@ -132,7 +133,7 @@ pub fn verify_signature(parts: &Parts, caller: Caller, body: &[u8]) -> Result<Ca
         (Ok(()), None) => Err(unauthorized(&SignatureError::NoMatch.to_string())),
         (Err(error), _) => {
             ingest::security_event("bad-signature");
-            tracing::warn!(target: "edi_inbox::security", partner = %id, %error, "signature refused");
+            tracing::warn!(target: "edi_inbox::security", partner = %Logged(&id), error = %Logged(&error.to_string()), "signature refused");
             Err(unauthorized(&error.to_string()))
         }
     }

@@ -20,10 +20,10 @@ use super::limits::Reservation;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::{ApiContext, auth, doors, non_empty, page_limit};
 use crate::edi::{PartyId, Standard, ack};
-use crate::inbox::Status;
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
 use crate::inbox::transport::Transport;
+use crate::inbox::{Logged, Status};
 use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report};
 use crate::partners::Partner;
 use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, SnsSubscription, StoredInterchange};
@@ -282,7 +282,7 @@ async fn deliver(
     match doors::unwrap(admitted.recognised, body)? {
         doors::Arrival::SnsControl(control) => {
             let kept = ctx.store.keep_sns_control(&control, facts.partner_id.as_deref(), received_at).await?;
-            tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %control.topic_arn,
+            tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %Logged(&control.topic_arn),
                 "SNS subscription message kept for an operator to confirm");
             Ok(Arrived::SnsKept(kept))
         }

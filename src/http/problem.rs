@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
 use crate::edi::EdiError;
+use crate::inbox::Logged;
 pub use crate::inbox::problem::Problem;
 use crate::inbox::resource::IdempotencyKey;
 use crate::ingest::{self, Answers, Reply};
@@ -177,7 +178,9 @@ impl IntoResponse for ApiError {
         match &self {
             ApiError::Store(error) => tracing::error!(%error, "store error"),
             ApiError::Internal => tracing::error!("internal error"),
-            other => tracing::info!(error = %other, status = other.status().as_u16(), "request refused"),
+            other => {
+                tracing::info!(error = %Logged(&other.to_string()), status = other.status().as_u16(), "request refused")
+            }
         }
         let mut response =
             (self.status(), [(header::CONTENT_TYPE, PROBLEM_JSON)], self.body()).into_response();

@@ -71,6 +71,35 @@ pub fn truncated(value: &str, max: usize) -> String {
     value[..end].to_owned()
 }
 
+/// Characters of a request's text a log line shows at most.
+const MAX_LOGGED_CHARS: usize = 200;
+
+/// Text from a request (an envelope's sender, a topic ARN, a transport id, an error quoting them) as
+/// a log line may show it, in every log format: control characters escaped (`\n`, `\u{1b}`), so
+/// that it can neither start a forged line nor colour a terminal, and cut after
+/// [`MAX_LOGGED_CHARS`] characters, so that a 5 MiB field costs the log a few hundred bytes.
+pub struct Logged<'a>(pub &'a str);
+
+impl std::fmt::Display for Logged<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        for (n, c) in self.0.chars().enumerate() {
+            if n == MAX_LOGGED_CHARS {
+                let rest = self.0.chars().skip(n).map(char::len_utf8).sum::<usize>();
+                return write!(f, "…(+{rest} bytes)");
+            }
+            if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A document ready to be stored, with the ids it will be stored under.
 #[derive(Clone, Debug)]
 pub struct StoredDocument {
@@ -287,5 +316,25 @@ pub fn decide(claim: Claim, delivery: &Delivery) -> Next {
     match status {
         Status::Rejected => Next::ReplaceRejected { previous_fingerprint: claim.payload_sha256 },
         Status::Processed => Next::Done(Outcome::Conflict { original_id: claim.id }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logged_text_cannot_forge_a_line_or_colour_a_terminal_and_is_cut() {
+        let forged = "arn:x\n2026-01-01T00:00:00Z  INFO forged\x1b[31mred\u{202e}";
+        let shown = Logged(forged).to_string();
+        assert_eq!(shown, "arn:x\\u{a}2026-01-01T00:00:00Z  INFO forged\\u{1b}[31mred\\u{202e}");
+        let huge = "é".repeat(5 * 1024 * 1024);
+        let shown = Logged(&huge).to_string();
+        assert!(shown.len() < 1024, "{} bytes", shown.len());
+        assert!(
+            shown.ends_with(&format!("…(+{} bytes)", huge.len() - 2 * MAX_LOGGED_CHARS)),
+            "{}",
+            &shown[390..]
+        );
     }
 }

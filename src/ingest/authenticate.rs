@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::Error;
 use crate::edi::Envelope;
+use crate::inbox::Logged;
 use crate::inbox::transport::Transport;
 use crate::partners::{Partner, PartnerStatus};
 
@@ -39,7 +40,8 @@ pub(super) fn check_sender(partner: Option<&Partner>, envelope: &Envelope) -> Re
         None => Ok(()),
         Some((reason, detail)) => {
             security_event(reason);
-            tracing::warn!(target: "edi_inbox::security", partner = %partner.id, %sender, %receiver, reason, "delivery refused");
+            tracing::warn!(target: "edi_inbox::security", partner = %partner.id,
+                sender = %Logged(&sender), receiver = %Logged(&receiver), reason, "delivery refused");
             Err(Error::Forbidden(detail))
         }
     }
@@ -59,6 +61,7 @@ pub fn check_as2(receivers: &[String], partner: &Partner, transport: &Transport)
         return Ok(());
     };
     security_event("wrong-as2-id");
-    tracing::warn!(target: "edi_inbox::security", partner = %partner.id, as2_from = %from, as2_to = to.unwrap_or_default(), "AS2 delivery refused");
+    tracing::warn!(target: "edi_inbox::security", partner = %partner.id,
+        as2_from = %Logged(from), as2_to = %Logged(to.unwrap_or_default()), "AS2 delivery refused");
     Err(Error::Forbidden(refusal))
 }

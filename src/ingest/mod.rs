@@ -26,7 +26,7 @@ use crate::edi::{self, EdiError};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::inbox::resource::{BypassedResource, IdempotencyKey};
 use crate::inbox::transport::{Door, Transport};
-use crate::inbox::{Delivery, Outcome, Status};
+use crate::inbox::{Delivery, Logged, Outcome, Status};
 use crate::partners::directory::Directory;
 use crate::partners::{ConflictPolicy, Partner};
 use crate::store::{AttemptFacts, FirstAttempt, HeldPayload, Store, StoreError};
@@ -235,7 +235,8 @@ impl Ingest {
             let (entry, fresh) = self.store.hold(&hold).await?;
             if fresh {
                 tracing::warn!(target: "edi_inbox::quarantine", id = %entry.id, partner = %entry.partner_id,
-                    reason = entry.reason.as_str(), source = %entry.source, message_id = %entry.message_id,
+                    reason = entry.reason.as_str(), source = %Logged(&entry.source),
+                    message_id = %Logged(&entry.message_id),
                     "delivery quarantined for an operator");
             }
             let audited = matches!(outcome, Outcome::Recorded { .. });

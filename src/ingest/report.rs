@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::{Error, Ingest, Ingested};
 use crate::edi::Standard;
+use crate::inbox::Logged;
 use crate::inbox::resource::IdempotencyKey;
 use crate::store::{Attempt, AttemptFacts};
 
@@ -80,9 +81,9 @@ impl Ingest {
             request_id = facts.request_id.as_deref().unwrap_or("-"),
             partner = facts.partner_id.as_deref().unwrap_or("-"),
             door = facts.transport.door.as_str(),
-            transport_id = facts.transport.id.as_deref().unwrap_or("-"),
-            source = key.map_or("-", |(k, _)| k.source.as_str()),
-            message_id = key.map_or("-", |(k, _)| k.message_id.as_str()),
+            transport_id = %Logged(facts.transport.id.as_deref().unwrap_or("-")),
+            source = %Logged(key.map_or("-", |(k, _)| k.source.as_str())),
+            message_id = %Logged(key.map_or("-", |(k, _)| k.message_id.as_str())),
             outcome,
             status,
             duration_ms = started.elapsed().as_secs_f64() * 1000.0,

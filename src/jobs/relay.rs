@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::accounting::Settlement;
 use crate::accounting::retry::{Answer, RetryPolicy, classify, shortened};
+use crate::inbox::Logged;
 use crate::store::{Leased, Settled, Store};
 
 /// The most of an answer's body the relay reads (for the reference and the error).
@@ -184,11 +185,11 @@ impl Relay {
                 "delivered"
             }
             (true, Settlement::Retry { at, error }) => {
-                tracing::info!(%invoice_id, %at, error, "accounting API attempt failed");
+                tracing::info!(%invoice_id, %at, error = %Logged(error), "accounting API attempt failed");
                 "retried"
             }
             (true, Settlement::Dead { error }) => {
-                tracing::warn!(%invoice_id, error, "outbox message dead-lettered");
+                tracing::warn!(%invoice_id, error = %Logged(error), "outbox message dead-lettered");
                 "dead"
             }
         };

@@ -16,7 +16,7 @@ use super::rows::{AuditRow, insert_chunked, insert_deliveries};
 use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
 use crate::inbox::transport::Transport;
-use crate::inbox::truncated;
+use crate::inbox::{Logged, truncated};
 
 /// Longest header value the audit trail keeps, in bytes.
 pub const MAX_HEADER_BYTES: usize = 256;
@@ -94,9 +94,9 @@ pub fn transport_reused(transport: &Transport, key: &IdempotencyKey) {
     tracing::warn!(
         target: "edi_inbox::security",
         door = transport.door.as_str(),
-        transport_id = transport.id.as_deref().unwrap_or_default(),
-        source = %key.source,
-        message_id = %key.message_id,
+        transport_id = %Logged(transport.id.as_deref().unwrap_or_default()),
+        source = %Logged(&key.source),
+        message_id = %Logged(&key.message_id),
         "transport id seen before with a different interchange"
     );
 }

@@ -48,6 +48,8 @@ async fn main() {
     let mut consumer = Command::new(&binary)
         .args([
             "consume",
+            "--consume-auth",
+            "open",
             "--from",
             &broker,
             "--queue",

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::config::{AccountingConfig, DatabaseConfig, ServerConfig};
 use crate::http::{self, ApiContext};
-use crate::ingest::Ingest;
+use crate::ingest::{Ingest, IngestOptions};
 use crate::jobs::export::{ScheduledExport, export_periodically};
 use crate::jobs::relay::Relay;
 use crate::store::{Store, StoreError};
@@ -20,10 +20,9 @@ pub async fn open_store(database: &DatabaseConfig) -> Result<Store, StoreError> 
     Ok(store)
 }
 
-/// The delivery use case as configured, storing the HTTP API's answers.
-pub fn ingest(store: Store, server: &ServerConfig, accounting: &AccountingConfig) -> Result<Ingest, String> {
-    let options = server.ingest_options(accounting.accounting_url.is_some())?;
-    Ok(Ingest::new(store, options, http::problem::ANSWERS))
+/// The delivery use case with `options`, storing the HTTP API's answers.
+pub fn ingest(store: Store, options: IngestOptions) -> Ingest {
+    Ingest::new(store, options, http::problem::ANSWERS)
 }
 
 /// The relay to the configured accounting API; `None` without one.
@@ -47,7 +46,9 @@ impl App {
         server: &ServerConfig,
         accounting: &AccountingConfig,
     ) -> std::io::Result<App> {
-        let ingest = ingest(store.clone(), server, accounting).map_err(std::io::Error::other)?;
+        let partner_auth = server.partner_auth().map_err(std::io::Error::other)?;
+        let ingest =
+            ingest(store.clone(), server.ingest_options(accounting.accounting_url.is_some(), partner_auth));
         let limits = http::ConnectionLimits::from_config(server).map_err(std::io::Error::other)?;
         let relay = match accounting.relay {
             true => relay(store.clone(), accounting).map_err(std::io::Error::other)?,

@@ -251,17 +251,17 @@ impl ServerConfig {
     }
 
     /// How the delivery use case reads and books interchanges; `book_with_accounting` when an
-    /// accounting API is configured.
-    pub fn ingest_options(&self, book_with_accounting: bool) -> Result<IngestOptions, String> {
-        Ok(IngestOptions {
+    /// accounting API is configured, `partner_auth` when senders must be partners.
+    pub fn ingest_options(&self, book_with_accounting: bool, partner_auth: bool) -> IngestOptions {
+        IngestOptions {
             parse_limits: crate::edi::Limits {
                 max_segments: self.max_segments,
                 max_element_length: self.max_element_length,
             },
-            partner_auth: self.partner_auth()?,
+            partner_auth,
             book_with_accounting,
             as2_receiver_ids: self.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
-        })
+        }
     }
 
     /// Whether deliveries must authenticate as a partner; refuses open mode on a network address
@@ -289,9 +289,29 @@ impl ServerConfig {
     }
 }
 
-/// What `edi-inbox consume` reads from.
+/// Whose messages a consumer books.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConsumeAuth {
+    /// Only messages whose envelope names a registered, active partner's sender identity.
+    Partners,
+    /// Any sender's (the broker is trusted to admit only partners).
+    Open,
+}
+
+/// What `edi-inbox consume` reads from, and what it accepts.
 #[derive(Debug, Clone, Args)]
 pub struct ConsumeConfig {
+    /// Whose messages are booked: `partners` (the envelope's sender must be a registered partner's)
+    /// or `open` (any sender's). Required: the broker's authentication is not this service's, so the
+    /// choice is the operator's, never derived from the HTTP bind address.
+    #[arg(long, env = "EDI_INBOX_CONSUME_AUTH")]
+    pub consume_auth: ConsumeAuth,
+    /// Bind the queue to one partner: a message whose sender is not that partner's is dead-lettered.
+    #[arg(long, env = "EDI_INBOX_CONSUME_PARTNER")]
+    pub consume_partner: Option<String>,
+    /// Largest message in bytes; a larger one is dead-lettered unread.
+    #[arg(long, env = "EDI_INBOX_CONSUME_MAX_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub consume_max_bytes: usize,
     /// The broker: `amqp://user:password@host:5672/%2f` (RabbitMQ) or `nats://host:4222` (JetStream).
     #[arg(long, env = "EDI_INBOX_CONSUME_FROM", hide_env_values = true)]
     pub from: Option<String>,

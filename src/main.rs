@@ -67,7 +67,9 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
             let purger = tokio::spawn(purge::purge_periodically(store.clone(), retention));
-            let ingest = app::ingest(store.clone(), &cli.server, &cli.accounting)?;
+            let partner_auth = consume.consume_auth == config::ConsumeAuth::Partners;
+            let options = cli.server.ingest_options(cli.accounting.accounting_url.is_some(), partner_auth);
+            let ingest = app::ingest(store.clone(), options);
             let relay = match cli.accounting.relay {
                 true => app::relay(store.clone(), &cli.accounting)?,
                 false => None,

@@ -67,6 +67,8 @@ async fn waiting(queue: &str) -> u32 {
 fn consume(db: &TestDb, from: &str, queue: &str, crash: bool) -> Process {
     let args = [
         "consume",
+        "--consume-auth",
+        "open",
         "--from",
         from,
         "--queue",
@@ -184,6 +186,62 @@ async fn a_suspended_partners_messages_are_dead_letters(backend: Backend) {
     db.remove().await;
 }
 
+/// A consumer books only what it is told to: it does not start without `--consume-auth`; with
+/// `partners` an unknown sender's message is a dead letter, and bound to a partner so is another
+/// partner's; a message over `--consume-max-bytes` is dead-lettered unread.
+async fn a_consumer_books_only_what_it_is_told_to(backend: Backend) {
+    let db = migrated(backend).await;
+    for args in [
+        &["partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY"][..],
+        &["partner", "add", "globex", "--name", "Globex", "--sender", "x12:ZZ:GLOBEX"][..],
+    ] {
+        let output = process::command(&db.url, args).output().expect("edi-inbox partner");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    let unnamed =
+        process::command(&db.url, &["consume", "--from", AMQP, "--queue", &queue]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&unnamed.stderr);
+    assert!(!unnamed.status.success() && stderr.contains("--consume-auth"), "{stderr}");
+
+    declare_amqp(&queue).await;
+    let sent_by = |control: u32, sender: &str| {
+        String::from_utf8(numbered(control))
+            .unwrap()
+            .replace("ZZ*ACMESUPPLY     *", &format!("ZZ*{sender:<15}*"))
+            .into_bytes()
+    };
+    let oversized = [numbered(4), vec![b' '; 2_000]].concat();
+    publish_amqp(&queue, &[numbered(1), sent_by(2, "GLOBEX"), sent_by(3, "STRANGER"), oversized]).await;
+    let args = [
+        "consume",
+        "--consume-auth",
+        "partners",
+        "--consume-partner",
+        "acme",
+        "--consume-max-bytes",
+        "1500",
+        "--from",
+        AMQP,
+        "--queue",
+        &queue,
+    ];
+    let consumer = Process::start(process::command(&db.url, &args), false);
+    settles("three dead letters", 3, async || waiting(&format!("{queue}.dead")).await).await;
+    assert_eq!(invoices(&db).await, 1, "only acme's message is booked: {}", consumer.log());
+    let refused = async |outcome: &str| {
+        count(
+            &db.url,
+            &format!("SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE outcome = '{outcome}'"),
+        )
+        .await
+    };
+    settles("two forbidden senders counted", 2, async || refused("forbidden").await).await;
+    assert_eq!(refused("too-large").await, 1);
+    drop(consumer);
+    db.remove().await;
+}
+
 /// A TCP relay to PostgreSQL that can be cut: every connection closed and new ones refused.
 struct Relay {
     port: u16,
@@ -237,8 +295,19 @@ async fn a_database_outage_sends_messages_back_until_it_ends(backend: Backend) {
     assert_ne!(relayed, db.url, "the test database is on 127.0.0.1:5432");
     let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
     declare_amqp(&queue).await;
-    let args =
-        ["consume", "--from", AMQP, "--queue", &queue, "--retry-backoff-ms", "200", "--db-timeout", "1"];
+    let args = [
+        "consume",
+        "--consume-auth",
+        "open",
+        "--from",
+        AMQP,
+        "--queue",
+        &queue,
+        "--retry-backoff-ms",
+        "200",
+        "--db-timeout",
+        "1",
+    ];
     let consumer = Process::start(process::command(&relayed, &args), false);
     publish_amqp(&queue, &[numbered(1)]).await;
     settles("booked while the database is up", 1, async || invoices(&db).await).await;
@@ -346,9 +415,10 @@ async fn a_queue_declared_otherwise_stops_the_rabbitmq_consumer() {
         .queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), FieldTable::default())
         .await
         .unwrap();
-    let output = process::command(&db.url, &["consume", "--from", AMQP, "--queue", &queue])
-        .output()
-        .expect("edi-inbox consume runs");
+    let output =
+        process::command(&db.url, &["consume", "--consume-auth", "open", "--from", AMQP, "--queue", &queue])
+            .output()
+            .expect("edi-inbox consume runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("PRECONDITION_FAILED"), "{stderr}");
@@ -368,6 +438,7 @@ async fn a_database_outage_sends_messages_back_until_it_ends_on_postgres() {
 both_backends!(
     rabbitmq_books_each_interchange_once_and_dead_letters_the_rest,
     a_suspended_partners_messages_are_dead_letters,
+    a_consumer_books_only_what_it_is_told_to,
     a_rabbitmq_consumer_killed_between_commit_and_ack_books_once,
     jetstream_books_each_interchange_once_and_terminates_the_rest,
     a_jetstream_consumer_killed_between_commit_and_ack_books_once,

@@ -8,6 +8,7 @@
 pub mod amqp;
 pub mod nats;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -42,9 +43,12 @@ fn settlement(result: &Result<Ingested, ingest::Error>) -> Settlement {
     match result {
         Ok(Ingested::Conflict { .. }) => Settlement::DeadLetter,
         Ok(_) => Settlement::Ack,
-        Err(ingest::Error::Malformed(_) | ingest::Error::Forbidden(_) | ingest::Error::WrongState(_)) => {
-            Settlement::DeadLetter
-        }
+        Err(
+            ingest::Error::Malformed(_)
+            | ingest::Error::Forbidden(_)
+            | ingest::Error::WrongState(_)
+            | ingest::Error::TooLarge(_),
+        ) => Settlement::DeadLetter,
         Err(ingest::Error::Store(_) | ingest::Error::Internal) => Settlement::Retry,
     }
 }
@@ -55,11 +59,20 @@ pub struct Consumer {
     ingest: Ingest,
     /// How long a message waits before it is redelivered after a transient failure.
     pub backoff: Duration,
+    /// The largest message read.
+    max_bytes: usize,
+    /// The one partner whose messages this queue carries, when bound.
+    bound: Option<Arc<str>>,
 }
 
 impl Consumer {
     pub fn new(ingest: Ingest, config: &ConsumeConfig) -> Consumer {
-        Consumer { ingest, backoff: Duration::from_millis(config.retry_backoff_ms) }
+        Consumer {
+            ingest,
+            backoff: Duration::from_millis(config.retry_backoff_ms),
+            max_bytes: config.consume_max_bytes,
+            bound: config.consume_partner.as_deref().map(Arc::from),
+        }
     }
 
     /// Records one message exactly once (audited and logged as an HTTP delivery is) and says what
@@ -72,16 +85,20 @@ impl Consumer {
             transport: message.transport,
             ..AttemptFacts::default()
         };
-        let result = match self.ingest.store().directory().await {
-            Ok(directory) => {
-                let inbound = Inbound {
-                    body: message.body,
-                    content_type: message.content_type,
-                    partner: PartnerOf::Sender(directory),
-                };
-                self.ingest.deliver(inbound, &mut facts, received_at).await
+        let result = if message.body.len() > self.max_bytes {
+            Err(ingest::Error::TooLarge(self.max_bytes))
+        } else {
+            match self.ingest.store().directory().await {
+                Ok(directory) => {
+                    let inbound = Inbound {
+                        body: message.body,
+                        content_type: message.content_type,
+                        partner: PartnerOf::Sender { directory, bound: self.bound.clone() },
+                    };
+                    self.ingest.deliver(inbound, &mut facts, received_at).await
+                }
+                Err(error) => Err(ingest::Error::Store(error)),
             }
-            Err(error) => Err(ingest::Error::Store(error)),
         };
         let report = match &result {
             Ok(ingested) => self.ingest.report(ingested, &facts, received_at),
@@ -162,6 +179,7 @@ mod tests {
         for (result, expected) in [
             (Err(ingest::Error::Malformed(edi)), Settlement::DeadLetter),
             (Err(ingest::Error::Forbidden("suspended".into())), Settlement::DeadLetter),
+            (Err(ingest::Error::TooLarge(10)), Settlement::DeadLetter),
             (Err(ingest::Error::Store(unavailable())), Settlement::Retry),
             (Err(ingest::Error::Store(StoreError::Corrupt("x".into()))), Settlement::Retry),
             (Err(ingest::Error::Internal), Settlement::Retry),

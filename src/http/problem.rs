@@ -207,6 +207,7 @@ impl From<ingest::Error> for ApiError {
             ingest::Error::Malformed(error) => ApiError::Malformed(error),
             ingest::Error::Forbidden(detail) => ApiError::Forbidden(detail),
             ingest::Error::WrongState(detail) => ApiError::WrongState(detail),
+            ingest::Error::TooLarge(limit) => ApiError::PayloadTooLarge(limit),
             ingest::Error::Store(error) => ApiError::Store(error),
             ingest::Error::Internal => ApiError::Internal,
         }
@@ -230,6 +231,7 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
         ingest::Error::Malformed(_) => StatusCode::BAD_REQUEST,
         ingest::Error::Forbidden(_) => StatusCode::FORBIDDEN,
         ingest::Error::WrongState(_) => StatusCode::CONFLICT,
+        ingest::Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
         ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -260,6 +262,7 @@ mod tests {
             ingest::Error::Malformed(EdiError::unlocated("not an interchange")),
             ingest::Error::Forbidden("suspended".into()),
             ingest::Error::WrongState("resolved".into()),
+            ingest::Error::TooLarge(10),
             ingest::Error::Store(unavailable()),
             ingest::Error::Store(StoreError::Corrupt("x".into())),
             ingest::Error::Internal,

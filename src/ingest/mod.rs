@@ -84,6 +84,9 @@ pub enum Error {
     /// An operator's action that the entry's state does not allow.
     #[error("{0}")]
     WrongState(String),
+    /// A queued message over the consumer's limit of this many bytes: not read.
+    #[error("the message exceeds the limit of {0} bytes")]
+    TooLarge(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error")]
@@ -97,6 +100,7 @@ impl Error {
             Error::Malformed(_) => "malformed",
             Error::Forbidden(_) => "forbidden",
             Error::WrongState(_) => "bad-request",
+            Error::TooLarge(_) => "too-large",
             Error::Store(StoreError::Unavailable(_)) => "unavailable",
             Error::Store(_) | Error::Internal => "error",
         }
@@ -108,8 +112,9 @@ pub enum PartnerOf {
     /// The proven caller's (none in open mode).
     Caller(Option<Arc<Partner>>),
     /// The partner whose sender identity the envelope names: messages from a queue, which the
-    /// broker authenticated. With partner authentication an unknown sender is refused.
-    Sender(Arc<Directory>),
+    /// broker authenticated. With partner authentication an unknown sender is refused; a queue
+    /// `bound` to a partner refuses every other sender.
+    Sender { directory: Arc<Directory>, bound: Option<Arc<str>> },
 }
 
 /// An unwrapped interchange, from any door or queue.

@@ -40,14 +40,24 @@ pub(super) async fn prepare(
             edi::parse(&body, &mut unwrapped, options.parse_limits).map_err(Error::Malformed)?;
         let partner = match partner {
             PartnerOf::Caller(partner) => partner,
-            PartnerOf::Sender(directory) => {
+            PartnerOf::Sender { directory, bound } => {
                 let sender = inbox::key(&interchange.envelope).source;
-                match directory.by_sender(&sender) {
-                    Some(partner) => Some(active(Arc::clone(partner))?),
-                    None if options.partner_auth => {
+                match (directory.by_sender(&sender), bound) {
+                    (Some(partner), Some(bound)) if partner.id != *bound => {
+                        return Err(Error::Forbidden(format!(
+                            "this queue is bound to partner {bound}, not {sender}'s"
+                        )));
+                    }
+                    (Some(partner), _) => Some(active(Arc::clone(partner))?),
+                    (None, Some(bound)) => {
+                        return Err(Error::Forbidden(format!(
+                            "this queue is bound to partner {bound}, not {sender}'s"
+                        )));
+                    }
+                    (None, None) if options.partner_auth => {
                         return Err(Error::Forbidden(format!("no partner sends as {sender}")));
                     }
-                    None => None,
+                    (None, None) => None,
                 }
             }
         };

@@ -232,7 +232,9 @@ async fn a_consumer_books_only_what_it_is_told_to(backend: Backend) {
     let refused = async |outcome: &str| {
         count(
             &db.url,
-            &format!("SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE outcome = '{outcome}'"),
+            &format!(
+                "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE outcome = '{outcome}'"
+            ),
         )
         .await
     };

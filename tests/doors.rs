@@ -419,6 +419,45 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     h.finish().await;
 }
 
+/// An operator's release racing another's discard of the same held delivery: exactly one wins, and
+/// a discarded delivery is never booked.
+async fn a_release_racing_a_discard_never_books_a_discarded_delivery(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    let post = |body: Vec<u8>| common::partners::post_with_key(&h, &acme.api_key, body);
+    let conflicting = |n: u32| {
+        String::from_utf8(fixture("x12/810-single-conflict.edi"))
+            .unwrap()
+            .replace("000001142", &format!("{n:09}"))
+    };
+    let trials = 12;
+    let mut released = 0;
+    for n in 1..=trials {
+        assert_eq!(post(numbered(n)).await.status, 201);
+        let held = post(conflicting(n).into_bytes()).await;
+        assert_eq!(held.status, 202, "{}", held.text);
+        let id = held.json()["id"].as_str().unwrap().to_owned();
+        let (release_path, discard_path) =
+            (format!("/v1/admin/quarantine/{id}/release"), format!("/v1/admin/quarantine/{id}/discard"));
+        let (release, discard) = tokio::join!(
+            admin(&h, Method::POST, &release_path, None),
+            admin(&h, Method::POST, &discard_path, None)
+        );
+        let statuses = (release.status, discard.status);
+        assert!(
+            statuses == (200, 409) || statuses == (409, 200),
+            "one wins: {statuses:?} {} {}",
+            release.text,
+            discard.text
+        );
+        released += usize::from(release.status == 200);
+        let invoices = admin(&h, Method::GET, "/v1/invoices?limit=500", None).await.json();
+        let booked = invoices["items"].as_array().unwrap().len();
+        assert_eq!(booked, n as usize + released, "trial {n}: a discarded delivery was booked");
+    }
+    h.finish().await;
+}
+
 /// The retention purge drops resolved quarantine entries and SNS confirmation messages (whose
 /// tokens expire after three days anyway) like the rest of the audit trail; a held entry stays.
 async fn the_purge_drops_resolved_holds_and_sns_messages(backend: Backend) {
@@ -498,6 +537,7 @@ both_backends!(
     the_webhook_handshake_allows_configured_origins,
     as2_names_are_checked_against_the_partner,
     quarantine_holds_what_a_broker_would_retry_for_days,
+    a_release_racing_a_discard_never_books_a_discarded_delivery,
     the_purge_drops_resolved_holds_and_sns_messages,
     naturally_idempotent_documents_bypass_the_inbox,
 );

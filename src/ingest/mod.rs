@@ -275,25 +275,29 @@ impl Ingest {
 
     /// Processes a held delivery after all, under its partner's current settings: recorded under its
     /// content-distinguished key (`{control number}#{fingerprint prefix}`), so that it neither
-    /// replaces the interchange it conflicts with nor replays the rejection it got. Still invalid,
-    /// or resolved meanwhile: [`Error::WrongState`].
+    /// replaces the interchange it conflicts with nor replays the rejection it got. The entry is
+    /// claimed before the recording (a discard racing it then finds it resolved, and a discarded
+    /// entry is never booked) and given back when the recording fails. Still invalid, or resolved
+    /// by someone else: [`Error::WrongState`].
     pub async fn release(&self, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, Error> {
+        let unfinished = held.entry.status == QuarantineStatus::Released && held.entry.released_as.is_none();
+        if held.entry.status != QuarantineStatus::Held && !unfinished {
+            return Err(Error::WrongState(format!(
+                "the delivery is {}; only held ones are resolved",
+                held.entry.status.as_str()
+            )));
+        }
         let received_at = Utc::now();
+        let entry_id = held.entry.id;
         let facts = AttemptFacts {
             partner_id: Some(partner.id.clone()),
             body_bytes: i64::try_from(held.payload.len()).unwrap_or(i64::MAX),
-            transport: Transport::new(Door::Direct, None)
-                .with("released_from", Some(held.entry.id.to_string())),
+            transport: Transport::new(Door::Direct, None).with("released_from", Some(entry_id.to_string())),
             ..AttemptFacts::default()
         };
-        let inbound = Inbound {
-            body: held.payload,
-            content_type: held.content_type,
-            partner: PartnerOf::Caller(Some(partner)),
-        };
-        let prepare::Prepared::Delivery(mut delivery, _) =
-            prepare::prepare(self, inbound, received_at).await?
-        else {
+        let inbound =
+            Inbound { body: held.payload, content_type: held.content_type, partner: PartnerOf::Caller(Some(partner)) };
+        let prepare::Prepared::Delivery(mut delivery, _) = prepare::prepare(self, inbound, received_at).await? else {
             return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
         };
         if delivery.status == Status::Rejected {
@@ -307,19 +311,29 @@ impl Ingest {
         }
         delivery.distinguish_by_content();
         let delivery = Arc::new(delivery);
+        if self.store.claim_release(entry_id, received_at).await?.is_none() {
+            return Err(Error::WrongState("it was resolved by someone else meanwhile".into()));
+        }
         let first = self.first_attempt(&delivery, &facts, ConflictPolicy::Process);
-        let interchange_id = match self.store.record(&delivery, &first).await? {
-            Outcome::Recorded { .. } => delivery.id,
-            Outcome::Replayed { id, .. } => id,
-            Outcome::Conflict { original_id } => {
-                return Err(Error::WrongState(format!(
-                    "its distinguished key is held by interchange {original_id}"
-                )));
+        let recorded = match self.store.record(&delivery, &first).await {
+            Ok(Outcome::Recorded { .. }) => Ok(delivery.id),
+            Ok(Outcome::Replayed { id, .. }) => Ok(id),
+            Ok(Outcome::Conflict { original_id }) => {
+                Err(Error::WrongState(format!("its distinguished key is held by interchange {original_id}")))
+            }
+            Err(error) => Err(Error::Store(error)),
+        };
+        let interchange_id = match recorded {
+            Ok(id) => id,
+            Err(error) => {
+                self.store.unclaim_release(entry_id).await?;
+                return Err(error);
             }
         };
         self.store
-            .resolve_hold(held.entry.id, QuarantineStatus::Released, Some(interchange_id), received_at)
+            .finish_release(entry_id, interchange_id)
             .await?
             .ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))
     }
+
 }

@@ -110,6 +110,39 @@ impl Store {
         }))
     }
 
+    /// Claims a held entry for a release before its delivery is recorded: marked `released` (with
+    /// no `released_as` yet), so that a discard racing it finds it resolved. An entry a release
+    /// claimed but did not finish (the process died in between) is claimed again. `None` when
+    /// another operator resolved it first.
+    pub async fn claim_release(&self, id: Uuid, now: DateTime<Utc>) -> Result<Option<Quarantined>, StoreError> {
+        let sql = format!(
+            "UPDATE quarantine SET status = 'released', resolved_at = $2 \
+             WHERE id = $1 AND (status = 'held' OR (status = 'released' AND released_as IS NULL)) \
+             RETURNING {COLUMNS}"
+        );
+        let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id).bind(now).fetch_optional(pool).await?);
+        Ok(entry.map(answered))
+    }
+
+    /// Finishes a claimed release: the interchange it recorded.
+    pub async fn finish_release(&self, id: Uuid, released_as: Uuid) -> Result<Option<Quarantined>, StoreError> {
+        let sql = format!(
+            "UPDATE quarantine SET released_as = $2 WHERE id = $1 AND status = 'released' RETURNING {COLUMNS}"
+        );
+        let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id).bind(released_as).fetch_optional(pool).await?);
+        Ok(entry.map(answered))
+    }
+
+    /// Gives a claimed release's entry back to the operators: its delivery was not recorded.
+    pub async fn unclaim_release(&self, id: Uuid) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE quarantine SET status = 'held', resolved_at = NULL \
+            WHERE id = $1 AND status = 'released' AND released_as IS NULL";
+        on_pool!(self, pool => { sqlx::query(SQL).bind(id).execute(pool).await?; });
+        Ok(())
+    }
+
     /// Moves a held entry to `status` (released as `released_as`, or discarded); `None` when it is
     /// no longer held (another operator was first).
     pub async fn resolve_hold(

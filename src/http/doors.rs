@@ -13,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::ApiContext;
@@ -242,8 +243,9 @@ pub struct CloudEvent {
     time: Option<String>,
     datacontenttype: Option<String>,
     /// The interchange as a string.
+    // Kept as raw JSON until it is known to be one: a huge array costs its bytes, not a value tree.
     #[schema(value_type = Option<String>)]
-    data: Option<Value>,
+    data: Option<Box<RawValue>>,
     /// The interchange, base64.
     data_base64: Option<String>,
 }
@@ -262,7 +264,9 @@ fn cloud_event(body: &[u8]) -> Result<Arrival, ApiError> {
         return Err(ApiError::UnsupportedMediaType(media_type.clone()));
     }
     let body = match (event.data, event.data_base64) {
-        (Some(Value::String(text)), None) => Bytes::from(text),
+        (Some(data), None) if data.get().starts_with('"') => {
+            Bytes::from(serde_json::from_str::<String>(data.get()).map_err(|e| invalid(e.to_string()))?)
+        }
         (None, Some(encoded)) => base64(&encoded, "data_base64")?,
         (Some(_), None) => return Err(invalid("CloudEvent data must be the interchange as a string")),
         (Some(_), Some(_)) => return Err(invalid("a CloudEvent has data or data_base64, not both")),
@@ -291,9 +295,9 @@ pub struct PushRequest {
 #[serde(rename_all = "camelCase")]
 pub struct PushMessage {
     data: Option<String>,
-    #[serde(default)]
-    #[schema(value_type = Object)]
-    attributes: Map<String, Value>,
+    // Kept as raw JSON: only its first bytes are recorded (see `attributes`).
+    #[schema(value_type = Object, required = false)]
+    attributes: Option<Box<RawValue>>,
     message_id: String,
     publish_time: Option<String>,
     ordering_key: Option<String>,
@@ -312,8 +316,27 @@ fn pubsub(body: &[u8]) -> Result<Arrival, ApiError> {
         .with("publish_time", message.publish_time)
         .with("delivery_attempt", push.delivery_attempt)
         .with("ordering_key", message.ordering_key)
-        .with("attributes", (!message.attributes.is_empty()).then_some(Value::Object(message.attributes)));
+        .with("attributes", message.attributes.as_deref().and_then(attributes));
     Ok(Arrival::Interchange { body, content_type: None, transport })
+}
+
+/// Raw attributes this long at most are recorded as their JSON object; longer ones as their first
+/// bytes (the transport metadata is cut to 2 KiB anyway).
+const MAX_ATTRIBUTES_BYTES: usize = 2048;
+
+/// A Pub/Sub message's attributes as the audit trail records them: the object when it is small and
+/// not empty, else the start of its text. A 10 MiB attribute never becomes a tree of values.
+fn attributes(raw: &RawValue) -> Option<Value> {
+    let text = raw.get();
+    if text.len() > MAX_ATTRIBUTES_BYTES {
+        return Some(Value::String(crate::inbox::truncated(text, MAX_ATTRIBUTES_BYTES)));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) if map.is_empty() => None,
+        Ok(Value::Null) => None,
+        Ok(value) => Some(value),
+        Err(_) => None,
+    }
 }
 
 /// An SNS HTTP(S) message (the JSON body SNS posts, whatever its `Content-Type`).

@@ -295,9 +295,14 @@ impl Ingest {
             transport: Transport::new(Door::Direct, None).with("released_from", Some(entry_id.to_string())),
             ..AttemptFacts::default()
         };
-        let inbound =
-            Inbound { body: held.payload, content_type: held.content_type, partner: PartnerOf::Caller(Some(partner)) };
-        let prepare::Prepared::Delivery(mut delivery, _) = prepare::prepare(self, inbound, received_at).await? else {
+        let inbound = Inbound {
+            body: held.payload,
+            content_type: held.content_type,
+            partner: PartnerOf::Caller(Some(partner)),
+        };
+        let prepare::Prepared::Delivery(mut delivery, _) =
+            prepare::prepare(self, inbound, received_at).await?
+        else {
             return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
         };
         if delivery.status == Status::Rejected {
@@ -335,5 +340,4 @@ impl Ingest {
             .await?
             .ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))
     }
-
 }

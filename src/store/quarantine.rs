@@ -114,7 +114,11 @@ impl Store {
     /// no `released_as` yet), so that a discard racing it finds it resolved. An entry a release
     /// claimed but did not finish (the process died in between) is claimed again. `None` when
     /// another operator resolved it first.
-    pub async fn claim_release(&self, id: Uuid, now: DateTime<Utc>) -> Result<Option<Quarantined>, StoreError> {
+    pub async fn claim_release(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Quarantined>, StoreError> {
         let sql = format!(
             "UPDATE quarantine SET status = 'released', resolved_at = $2 \
              WHERE id = $1 AND (status = 'held' OR (status = 'released' AND released_as IS NULL)) \
@@ -126,7 +130,11 @@ impl Store {
     }
 
     /// Finishes a claimed release: the interchange it recorded.
-    pub async fn finish_release(&self, id: Uuid, released_as: Uuid) -> Result<Option<Quarantined>, StoreError> {
+    pub async fn finish_release(
+        &self,
+        id: Uuid,
+        released_as: Uuid,
+    ) -> Result<Option<Quarantined>, StoreError> {
         let sql = format!(
             "UPDATE quarantine SET released_as = $2 WHERE id = $1 AND status = 'released' RETURNING {COLUMNS}"
         );

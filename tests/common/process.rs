@@ -67,6 +67,18 @@ impl Process {
         }
     }
 
+    /// The peak resident memory of the process so far (`VmHWM`), in bytes.
+    pub fn peak_rss(&self) -> u64 {
+        let pid = self.child.lock().unwrap().id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc");
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM");
+        kib * 1024
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address.expect("a serving process"))
     }

@@ -55,7 +55,7 @@ async fn deliveries(h: &Harness, id: &str) -> Vec<Value> {
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.json().as_array().unwrap().clone()
+    reply.json()["items"].as_array().unwrap().clone()
 }
 
 /// One interchange through six doors: 201 once, 200 with the same id and invoice five times; one
@@ -263,7 +263,7 @@ async fn sns_confirmations_wait_for_an_operator(backend: Backend) {
         assert_eq!(kept.status, 200, "{}", kept.text);
         assert_eq!(kept.json()["status"], "pending");
     }
-    let listed = admin(&h, Method::GET, "/v1/admin/sns-subscriptions", None).await.json();
+    let listed = admin(&h, Method::GET, "/v1/admin/sns-subscriptions", None).await.json()["items"].clone();
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["subscribe_url"], confirmation["SubscribeURL"]);
     assert_eq!(listed[0]["signature"], "c2ln");
@@ -419,6 +419,78 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     h.finish().await;
 }
 
+/// SNS confirmation messages are a partner's own and bounded: another partner's message with the
+/// same MessageId neither reads acme's row back nor keeps acme's from being stored; an oversized
+/// field is refused; past 100 pending messages a partner gets 429; the list and an interchange's
+/// delivery attempts come a page at a time.
+async fn sns_confirmations_are_scoped_bounded_and_paged(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    let globex = register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
+    let confirm = |key: &str, body: Value| {
+        Reply::send(
+            h.app
+                .client
+                .post(h.app.url("/v1/interchanges"))
+                .bearer_auth(key)
+                .header("content-type", "text/plain; charset=UTF-8")
+                .header("x-amz-sns-message-type", "SubscriptionConfirmation")
+                .body(body.to_string()),
+        )
+    };
+    let mut squatted = sns_confirmation("shared-id");
+    squatted["Token"] = json!("globex-token");
+    let squat = confirm(&globex.api_key, squatted).await;
+    assert_eq!((squat.status, squat.json()["token"].as_str()), (200, Some("globex-token")), "{}", squat.text);
+    let real = confirm(&acme.api_key, sns_confirmation("shared-id")).await;
+    assert_eq!(real.status, 200, "{}", real.text);
+    assert_eq!(
+        (real.json()["partner_id"].as_str(), real.json()["token"].as_str()),
+        (Some("acme"), Some("2336412f37fb687f5d51e6e2425"))
+    );
+    let again = confirm(&globex.api_key, sns_confirmation("shared-id")).await;
+    assert_eq!(again.json()["token"], "globex-token", "globex gets its own row back, never acme's");
+
+    let mut huge = sns_confirmation("huge");
+    huge["Token"] = json!("t".repeat(5 * 1024 * 1024));
+    confirm(&acme.api_key, huge).await.assert_problem(400, "invalid-transport");
+    for n in 1..100 {
+        assert_eq!(confirm(&acme.api_key, sns_confirmation(&format!("m-{n}"))).await.status, 200, "{n}");
+    }
+    let over = confirm(&acme.api_key, sns_confirmation("m-100")).await;
+    over.assert_problem(429, "rate-limited");
+    assert!(over.header("retry-after").is_some());
+    assert_eq!(confirm(&acme.api_key, sns_confirmation("m-1")).await.status, 200, "a resend of a kept one");
+
+    let page = admin(&h, Method::GET, "/v1/admin/sns-subscriptions?limit=2", None).await.json();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let next =
+        admin(&h, Method::GET, &format!("/v1/admin/sns-subscriptions?limit=500&cursor={cursor}"), None).await;
+    assert_eq!(next.json()["items"].as_array().unwrap().len(), 101 - 2, "acme's 100 and globex's one");
+
+    let post = |body: Vec<u8>| common::partners::post_with_key(&h, &acme.api_key, body);
+    let first = post(fixture("x12/810-single.edi")).await.json();
+    for _ in 0..2 {
+        assert_eq!(post(fixture("x12/810-single.edi")).await.status, 200);
+    }
+    let id = first["id"].as_str().unwrap();
+    let all = format!("/v1/interchanges/{id}/deliveries");
+    common::eventually(
+        async || admin(&h, Method::GET, &all, None).await.json(),
+        |page| page["items"].as_array().is_some_and(|items| items.len() == 3),
+    )
+    .await;
+    let attempts = admin(&h, Method::GET, &format!("{all}?limit=2"), None).await.json();
+    assert_eq!(attempts["items"][0]["outcome"], "recorded", "oldest first");
+    let cursor = attempts["next_cursor"].as_str().unwrap();
+    let rest = admin(&h, Method::GET, &format!("/v1/interchanges/{id}/deliveries?cursor={cursor}"), None)
+        .await
+        .json();
+    assert_eq!(rest["items"].as_array().unwrap().len(), 1);
+    h.finish().await;
+}
+
 /// An operator's release racing another's discard of the same held delivery: exactly one wins, and
 /// a discarded delivery is never booked.
 async fn a_release_racing_a_discard_never_books_a_discarded_delivery(backend: Backend) {
@@ -491,7 +563,7 @@ async fn the_purge_drops_resolved_holds_and_sns_messages(backend: Backend) {
     let ids: Vec<&Value> = left["items"].as_array().unwrap().iter().map(|entry| &entry["id"]).collect();
     assert_eq!(ids, [&invalid["id"]], "the held entry stays");
     let sns = admin(&h, Method::GET, "/v1/admin/sns-subscriptions", None).await.json();
-    assert_eq!(sns.as_array().map(Vec::len), Some(0));
+    assert_eq!(sns["items"].as_array().map(Vec::len), Some(0));
     h.finish().await;
 }
 
@@ -538,6 +610,7 @@ both_backends!(
     as2_names_are_checked_against_the_partner,
     quarantine_holds_what_a_broker_would_retry_for_days,
     a_release_racing_a_discard_never_books_a_discarded_delivery,
+    sns_confirmations_are_scoped_bounded_and_paged,
     the_purge_drops_resolved_holds_and_sns_messages,
     naturally_idempotent_documents_bypass_the_inbox,
 );

@@ -330,8 +330,8 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
 
 /// What a request says reaches the log escaped and cut, in the default (`pretty`) format too: an
 /// SNS `TopicArn` with a line break and terminal escapes cannot start a forged line or colour the
-/// terminal, an envelope sender with escapes reaches the forged-sender warning as text, and a 1 MiB
-/// field costs the log a few hundred bytes.
+/// terminal, an envelope sender with escapes reaches the forged-sender warning as text, and a long
+/// field is cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_text_cannot_forge_or_flood_log_lines() {
     let dir = std::env::temp_dir().join(format!("edi_inbox_logs_{}", uuid::Uuid::now_v7().simple()));
@@ -379,7 +379,7 @@ async fn request_text_cannot_forge_or_flood_log_lines() {
         .unwrap();
     assert_eq!(refused.status(), 403);
     let arn =
-        format!("arn:aws:sns:x\nFORGED-LINE  INFO edi_inbox: all is well\x1b[31mRED{}", "a".repeat(1 << 20));
+        format!("arn:aws:sns:x\nFORGED-LINE  INFO edi_inbox: all is well\x1b[31mRED{}TAIL", "a".repeat(900));
     let confirmation = json!({"Type": "SubscriptionConfirmation", "MessageId": "m-1", "Token": "t",
         "TopicArn": arn, "Message": "m", "SubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription",
         "Timestamp": "2026-12-03T10:00:00.000Z", "SignatureVersion": "1", "Signature": "c2ln",
@@ -403,8 +403,7 @@ async fn request_text_cannot_forge_or_flood_log_lines() {
     assert!(log.lines().all(|line| !line.starts_with("FORGED-LINE")), "a forged line:\n{log}");
     assert!(!log.contains("\x1b[31mRED") && !log.contains("\x1b[31mEVIL"), "a request coloured the log");
     assert!(log.contains("\\u{1b}[31mEVIL"), "the forged sender is shown, escaped");
-    let longest = log.lines().map(str::len).max().unwrap_or_default();
-    assert!(longest < 4096, "a log line of {longest} bytes");
+    assert!(!log.contains("aTAIL"), "a field is logged whole");
     drop(server);
     let _ = std::fs::remove_dir_all(dir);
 }

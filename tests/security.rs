@@ -197,11 +197,11 @@ async fn every_attempt_is_audited_without_secrets(backend: Backend) {
     let path = format!("/v1/interchanges/{id}/deliveries");
     let trail = common::eventually(
         async || admin(&h, reqwest::Method::GET, &path, None).await,
-        |trail| trail.json().as_array().is_some_and(|attempts| attempts.len() == 3),
+        |trail| trail.json()["items"].as_array().is_some_and(|attempts| attempts.len() == 3),
     )
     .await;
     assert_eq!(trail.status, 200, "{}", trail.text);
-    let attempts = trail.json();
+    let attempts = trail.json()["items"].clone();
     let outcomes: Vec<_> =
         attempts.as_array().unwrap().iter().map(|a| (a["outcome"].clone(), a["status"].clone())).collect();
     assert_eq!(

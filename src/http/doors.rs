@@ -359,6 +359,48 @@ struct SnsMessage {
     subscribe_url: Option<String>,
 }
 
+/// The longest value of each SNS field kept or recorded (AWS's own are far shorter: a token is 256
+/// characters, an ARN at most 256, a subject 100); a longer one is refused, never stored.
+const SNS_FIELD_BOUNDS: [(&str, usize); 10] = [
+    ("MessageId", 128),
+    ("TopicArn", 1024),
+    ("Token", 1024),
+    ("SubscribeURL", 2048),
+    ("Message (of a confirmation)", 4096),
+    ("Subject", 256),
+    ("Timestamp", 64),
+    ("SignatureVersion", 8),
+    ("Signature", 1024),
+    ("SigningCertURL", 2048),
+];
+
+impl SnsMessage {
+    /// Every field within [`SNS_FIELD_BOUNDS`] (a notification's `Message`, the interchange, is
+    /// bounded by the body limit instead).
+    fn check_bounds(&self, kind: SnsType) -> Result<(), ApiError> {
+        let len = |field: &Option<String>| field.as_deref().map_or(0, str::len);
+        let message = if kind == SnsType::Notification { 0 } else { len(&self.message) };
+        let lengths = [
+            self.message_id.len(),
+            self.topic_arn.len(),
+            len(&self.token),
+            len(&self.subscribe_url),
+            message,
+            len(&self.subject),
+            len(&self.timestamp),
+            len(&self.signature_version),
+            len(&self.signature),
+            len(&self.signing_cert_url),
+        ];
+        match SNS_FIELD_BOUNDS.iter().zip(lengths).find(|((_, max), length)| length > max) {
+            Some(((name, max), length)) => {
+                Err(invalid(format!("the SNS {name} has {length} bytes; at most {max} are accepted")))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 fn sns(kind: SnsType, body: &[u8]) -> Result<Arrival, ApiError> {
     let message: SnsMessage = json(body, "SNS message")?;
     if SnsType::parse(&message.kind) != Some(kind) {
@@ -371,6 +413,7 @@ fn sns(kind: SnsType, body: &[u8]) -> Result<Arrival, ApiError> {
     if message.message_id.is_empty() || message.topic_arn.is_empty() {
         return Err(invalid("an SNS message needs MessageId and TopicArn"));
     }
+    message.check_bounds(kind)?;
     if kind != SnsType::Notification {
         let (Some(token), Some(subscribe_url)) = (message.token, message.subscribe_url) else {
             return Err(invalid(format!("an SNS {} needs Token and SubscribeURL", kind.as_str())));

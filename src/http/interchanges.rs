@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::extract::{Id, Params};
 use super::limits::Reservation;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
-use super::{ApiContext, auth, doors, non_empty, page_limit};
+use super::{ApiContext, PageQuery, auth, doors, non_empty, page_limit};
 use crate::edi::{PartyId, Standard, ack};
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
@@ -169,6 +169,9 @@ fn attempt_facts(request: &Request, remote: Option<IpAddr>) -> AttemptFacts {
     )
 }
 
+/// How long an SNS sender with too many pending confirmations is asked to wait (SNS retries).
+const SNS_BACKLOG_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What an admitted, proven request came to.
 enum Arrived {
     /// An interchange, through the inbox.
@@ -281,7 +284,11 @@ async fn deliver(
     let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
     match doors::unwrap(admitted.recognised, body)? {
         doors::Arrival::SnsControl(control) => {
-            let kept = ctx.store.keep_sns_control(&control, facts.partner_id.as_deref(), received_at).await?;
+            let kept = ctx
+                .store
+                .keep_sns_control(&control, facts.partner_id.as_deref(), received_at)
+                .await?
+                .ok_or(ApiError::RateLimited(SNS_BACKLOG_WAIT))?;
             tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %Logged(&control.topic_arn),
                 "SNS subscription message kept for an operator to confirm");
             Ok(Arrived::SnsKept(kept))
@@ -455,17 +462,18 @@ pub async fn get_ack(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Respon
     path = "/v1/interchanges/{id}/deliveries",
     tag = "interchanges",
     security((), ("admin_token" = [])),
-    params(("id" = Uuid, Path, description = "Interchange id")),
+    params(("id" = Uuid, Path, description = "Interchange id"), PageQuery),
     responses(
-        (status = 200, description = "The attempts, oldest first", body = [DeliveryAttempt]),
+        (status = 200, description = "One page of the attempts, oldest first", body = Page<DeliveryAttempt>),
     )
 )]
 pub async fn list_deliveries(
     State(ctx): State<ApiContext>,
     Id(id): Id,
-) -> Result<Json<Vec<DeliveryAttempt>>, ApiError> {
+    Params(page): Params<PageQuery>,
+) -> Result<Json<Page<DeliveryAttempt>>, ApiError> {
     ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
-    Ok(Json(ctx.store.delivery_attempts(id).await?))
+    Ok(Json(ctx.store.delivery_attempts(id, page.cursor, page_limit(page.limit)?).await?))
 }
 
 /// A rejected interchange as a resource: envelope facts from its row, the stored problem as `error`.

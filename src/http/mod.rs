@@ -244,6 +244,17 @@ fn non_empty(name: &str, value: Option<String>) -> Result<Option<String>, ApiErr
     }
 }
 
+/// The page of a list that takes no filter.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<uuid::Uuid>,
+}
+
 fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     match limit.unwrap_or(DEFAULT_PAGE) {
         limit @ 1..=MAX_PAGE => Ok(limit),

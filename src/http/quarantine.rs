@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::extract::{Id, Params};
 use super::problem::{ApiError, Problem};
-use super::{ApiContext, page_limit};
+use super::{ApiContext, PageQuery, page_limit};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
 use crate::store::{QuarantineFilter, SnsSubscription};
@@ -88,9 +88,13 @@ fn still_held(entry: &Quarantined) -> Result<(), ApiError> {
 
 /// List the SNS subscription and unsubscribe confirmations received, newest first.
 #[utoipa::path(get, path = "/v1/admin/sns-subscriptions", tag = "admin", security(("admin_token" = [])),
-    responses((status = 200, description = "The kept confirmation messages", body = [SnsSubscription])))]
-pub async fn list_sns(State(ctx): State<ApiContext>) -> Result<Json<Vec<SnsSubscription>>, ApiError> {
-    Ok(Json(ctx.store.sns_subscriptions().await?))
+    params(PageQuery),
+    responses((status = 200, description = "One page of the kept confirmation messages", body = Page<SnsSubscription>)))]
+pub async fn list_sns(
+    State(ctx): State<ApiContext>,
+    Params(page): Params<PageQuery>,
+) -> Result<Json<Page<SnsSubscription>>, ApiError> {
+    Ok(Json(ctx.store.sns_subscriptions(page.cursor, page_limit(page.limit)?).await?))
 }
 
 /// Mark an SNS subscription message confirmed.

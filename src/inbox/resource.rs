@@ -95,7 +95,7 @@ pub struct InterchangeSummary {
     pub last_delivery_at: Option<DateTime<Utc>>,
 }
 
-/// One page of a list, newest first; pass `next_cursor` as `cursor` to get the next one.
+/// One page of a list; pass `next_cursor` as `cursor` to get the next one.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct Page<T> {
     pub items: Vec<T>,

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
@@ -230,13 +231,20 @@ impl Store {
     }
 
     /// The audited delivery attempts of an interchange's key, oldest first.
-    pub async fn delivery_attempts(&self, inbox_id: Uuid) -> Result<Vec<DeliveryAttempt>, StoreError> {
+    pub async fn delivery_attempts(
+        &self,
+        inbox_id: Uuid,
+        cursor: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Page<DeliveryAttempt>, StoreError> {
         const SQL: &str = "SELECT d.id, d.partner_id, d.outcome, d.status, d.request_id, d.remote_addr,
                 d.user_agent, d.content_type, d.body_bytes, d.received_at, d.door, d.transport_id, d.transport,
                 d.transport_reused
             FROM inbox i JOIN deliveries d ON d.source = i.source AND d.message_id = i.message_id
-            WHERE i.id = $1 ORDER BY d.received_at, d.id";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(inbox_id).fetch_all(pool).await?))
+            WHERE i.id = $1 AND ($2 IS NULL OR d.id > $2) ORDER BY d.id LIMIT $3";
+        let items = on_pool!(self, pool => sqlx::query_as(SQL)
+            .bind(inbox_id).bind(cursor).bind(i64::from(limit)).fetch_all(pool).await?);
+        Ok(Page::new(items, limit, |item: &DeliveryAttempt| item.id))
     }
 
     /// Partners (all, or the one named) with their identities and credentials.

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::inbox::resource::Page;
 use crate::inbox::transport::{SnsControl, SnsType};
 
 text_enum! {
@@ -42,37 +43,53 @@ pub struct SnsSubscription {
     pub confirmed_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str = "id, partner_id, kind, status, message_id, topic_arn, subscribe_url, token, message, \
+/// Pending messages kept per partner at most (open mode's count as one partner); SNS resends a
+/// refused one, so none is lost while an operator catches up.
+pub const MAX_PENDING_PER_PARTNER: i64 = 100;
+
+const COLUMNS: &str = "id, NULLIF(partner_id, '') AS partner_id, kind, status, message_id, topic_arn, subscribe_url, token, message, \
     signature_version, signature, signing_cert_url, sent_at, received_at, confirmed_at";
 
 impl Store {
-    /// Keeps a confirmation message once (SNS resends it until answered 2xx).
+    /// Keeps a confirmation message once per partner (SNS resends it until answered 2xx); `None`
+    /// when the partner has [`MAX_PENDING_PER_PARTNER`] pending already and this one is new.
     pub async fn keep_sns_control(
         &self,
         control: &SnsControl,
         partner_id: Option<&str>,
         now: DateTime<Utc>,
-    ) -> Result<SnsSubscription, StoreError> {
+    ) -> Result<Option<SnsSubscription>, StoreError> {
         const INSERT: &str = "INSERT INTO sns_subscriptions (id, partner_id, kind, message_id, topic_arn, token,
                 subscribe_url, message, signature_version, signature, signing_cert_url, sent_at, status, received_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13)
-            ON CONFLICT (message_id) DO NOTHING";
-        let select = format!("SELECT {COLUMNS} FROM sns_subscriptions WHERE message_id = $1");
+            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13
+            WHERE (SELECT COUNT(*) FROM sns_subscriptions WHERE partner_id = $2 AND status = 'pending') < $14
+            ON CONFLICT (partner_id, message_id) DO NOTHING";
+        let select =
+            format!("SELECT {COLUMNS} FROM sns_subscriptions WHERE partner_id = $1 AND message_id = $2");
+        let partner_id = partner_id.unwrap_or_default();
         Ok(on_pool!(self, pool => {
             sqlx::query(INSERT)
                 .bind(Uuid::now_v7()).bind(partner_id).bind(control.kind.as_str()).bind(&control.message_id)
                 .bind(&control.topic_arn).bind(&control.token).bind(&control.subscribe_url).bind(&control.message)
                 .bind(&control.signature_version).bind(&control.signature).bind(&control.signing_cert_url)
-                .bind(&control.timestamp).bind(now)
+                .bind(&control.timestamp).bind(now).bind(MAX_PENDING_PER_PARTNER)
                 .execute(pool).await?;
-            sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(&control.message_id).fetch_one(pool).await?
+            sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(partner_id).bind(&control.message_id).fetch_optional(pool).await?
         }))
     }
 
-    /// Every kept confirmation message, newest first.
-    pub async fn sns_subscriptions(&self) -> Result<Vec<SnsSubscription>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM sns_subscriptions ORDER BY id DESC");
-        Ok(on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?))
+    /// Kept confirmation messages, newest first, keyset-paginated on the time-ordered id.
+    pub async fn sns_subscriptions(
+        &self,
+        cursor: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Page<SnsSubscription>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM sns_subscriptions WHERE ($1 IS NULL OR id < $1) ORDER BY id DESC LIMIT $2"
+        );
+        let items = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(cursor).bind(i64::from(limit)).fetch_all(pool).await?);
+        Ok(Page::new(items, limit, |item: &SnsSubscription| item.id))
     }
 
     /// Marks a message confirmed by an operator; `None` when there is no such message. Confirming

@@ -55,7 +55,7 @@ def main():
             request = urllib.request.Request(f"{url}/{first['id']}/deliveries", headers={"Authorization": "Bearer ce-admin"})
             for _ in range(50):  # replays are audited in the background, within a fraction of a second
                 with urllib.request.urlopen(request, timeout=30) as response:
-                    audited = json.loads(response.read())
+                    audited = json.loads(response.read())["items"]
                 seen = [row["transport_id"] for row in audited if row["door"] == "cloudevents"]
                 if len(seen) == len(ids):
                     break

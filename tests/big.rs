@@ -52,6 +52,51 @@ async fn ten_mib_interchange_is_recorded_in_one_transaction(backend: Backend) {
     h.finish().await;
 }
 
+/// `Prefer: return=minimal` (RFC 7240) answers an interchange without its invoices' lines — on the
+/// first delivery, on replays and on `GET` — with each invoice's link; without it the answer is the
+/// stored body, byte for byte.
+async fn a_minimal_answer_leaves_out_the_lines(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let body = corpus::x12_810(256 * 1024);
+    let send = |prefer: Option<&'static str>| {
+        let mut request =
+            h.app.client.post(h.app.url("/v1/interchanges")).header("content-type", "application/edi-x12");
+        if let Some(prefer) = prefer {
+            request = request.header("prefer", prefer);
+        }
+        common::Reply::send(request.body(body.clone()))
+    };
+    let minimal = send(Some("return=minimal")).await;
+    assert_eq!(minimal.status, 201, "{}", minimal.text);
+    assert_eq!(minimal.header("preference-applied"), Some("return=minimal"));
+    let resource = minimal.json();
+    let invoices = resource["invoices"].as_array().unwrap();
+    assert!(invoices.len() > 100, "{} invoices", invoices.len());
+    let first = &invoices[0];
+    assert_eq!(first["href"], format!("/v1/invoices/{}", first["id"].as_str().unwrap()));
+    assert!(first.get("lines").is_none() && first["total"].is_string(), "{first}");
+    let full = send(None).await;
+    assert_eq!((full.status, full.header("preference-applied")), (200, None));
+    assert_eq!(full.json()["id"], resource["id"]);
+    assert_eq!(full.json()["invoices"].as_array().unwrap().len(), invoices.len());
+    assert!(
+        minimal.text.len() * 2 < full.text.len(),
+        "{} bytes against {}",
+        minimal.text.len(),
+        full.text.len()
+    );
+    let replayed = send(Some("return=minimal")).await;
+    assert_eq!((replayed.status, replayed.header("idempotent-replayed")), (200, Some("true")));
+    assert_eq!(replayed.text, minimal.text, "a replay's minimal answer is the first one's");
+    let id = resource["id"].as_str().unwrap();
+    let read = common::Reply::send(
+        h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}"))).header("prefer", "return=minimal"),
+    )
+    .await;
+    assert_eq!(read.text, minimal.text);
+    h.finish().await;
+}
+
 /// Stopping the server (SIGTERM/SIGINT in the binary) lets a delivery in flight finish and commit.
 async fn shutdown_finishes_deliveries_in_flight(backend: Backend) {
     let h = Harness::start(backend).await;
@@ -71,4 +116,8 @@ async fn shutdown_finishes_deliveries_in_flight(backend: Backend) {
     db.remove().await;
 }
 
-both_backends!(ten_mib_interchange_is_recorded_in_one_transaction, shutdown_finishes_deliveries_in_flight);
+both_backends!(
+    ten_mib_interchange_is_recorded_in_one_transaction,
+    a_minimal_answer_leaves_out_the_lines,
+    shutdown_finishes_deliveries_in_flight
+);

@@ -240,6 +240,33 @@ async fn partner_limits_apply(backend: Backend) {
     h.finish().await;
 }
 
+/// A partner registered with `response: minimal` is answered with the minimal interchange unless a
+/// request prefers the whole one (`Prefer: return=representation`).
+async fn a_partner_can_be_answered_minimally_by_default(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let partner =
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "response": "minimal"});
+    let acme = register(&h, partner).await;
+    let shown = admin(&h, reqwest::Method::GET, "/v1/admin/partners/acme", None).await.json();
+    assert_eq!(shown["response"], "minimal");
+    let created = post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
+    assert_eq!((created.status, created.header("preference-applied")), (201, Some("return=minimal")));
+    assert!(created.json()["invoices"][0].get("lines").is_none(), "{}", created.text);
+    let whole = Reply::send(
+        h.app
+            .client
+            .post(h.app.url("/v1/interchanges"))
+            .bearer_auth(&acme.api_key)
+            .header("content-type", "application/edi-x12")
+            .header("prefer", "return=representation")
+            .body(fixture("x12/810-single.edi")),
+    )
+    .await;
+    assert_eq!((whole.status, whole.header("preference-applied")), (200, None));
+    assert_eq!(whole.json()["invoices"][0]["lines"].as_array().map(Vec::len), Some(2), "{}", whole.text);
+    h.finish().await;
+}
+
 async fn per_partner_validation_and_conflict_policy(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
     let strict =
@@ -285,6 +312,7 @@ async fn per_partner_validation_and_conflict_policy(backend: Backend) {
 
 both_backends!(
     per_partner_validation_and_conflict_policy,
+    a_partner_can_be_answered_minimally_by_default,
     a_forged_sender_cannot_claim_another_partners_key,
     requests_without_valid_credentials_are_refused,
     standard_webhooks_signatures_are_verified,

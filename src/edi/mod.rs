@@ -12,7 +12,7 @@ pub mod invoice;
 pub mod syntax;
 mod x12;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
@@ -23,7 +23,7 @@ use syntax::{Charset, Delimiters, Segment};
 pub const INVOICE_DOCUMENTS: [&str; 2] = [x12::INVOICE, edifact::INVOICE];
 
 /// The two standards the receiver speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Standard {
     X12,
@@ -48,7 +48,7 @@ impl Standard {
 }
 
 /// An interchange party as named in the envelope: qualifier (may be empty in EDIFACT) and id, unpadded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PartyId {
     pub qualifier: String,
     pub id: String,
@@ -137,7 +137,7 @@ pub struct Document {
 }
 
 /// Something worth a person's look that does not make the interchange invalid.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Warning {
     /// Control number of the document (ST02 / UNH 0062).
     pub document: String,

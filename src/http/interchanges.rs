@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::extract::{Id, Params};
 use super::limits::Reservation;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
+use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, auth, doors, non_empty, page_limit};
 use crate::edi::{PartyId, Standard, ack};
 use crate::inbox::quarantine::Quarantined;
@@ -25,7 +26,7 @@ use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSum
 use crate::inbox::transport::Transport;
 use crate::inbox::{Logged, Status};
 use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report};
-use crate::partners::Partner;
+use crate::partners::{Partner, ResponseForm};
 use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, SnsSubscription, StoredInterchange};
 
 /// Set on every response that repeats the outcome of an earlier delivery.
@@ -68,6 +69,7 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             description = "SNS: `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`"),
         ("ce-id" = Option<String>, Header, description = "CloudEvents binary mode (with `ce-specversion`, `ce-source`, `ce-type`)"),
         ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
+        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (each invoice's id, number, total and link, no lines), marked `Preference-Applied: return=minimal`"),
     ),
     security(("api_key" = []), ("standard_webhooks" = [])),
     request_body(
@@ -117,16 +119,18 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
     let started = std::time::Instant::now();
     let mut facts = attempt_facts(&request, remote);
-    let ack_wanted = wants_ack(request.headers());
+    let asked = Representation::asked(request.headers());
     let arrived = match deliver(&ctx, request, remote, &mut facts, received_at).await {
         Ok(arrived) => arrived,
         Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
     };
     let (response, report) = match &arrived {
-        Arrived::Interchange(ingested) => match respond(&ctx, ack_wanted, ingested).await {
-            Ok(response) => (response, ctx.ingest.report(ingested, &facts, received_at)),
-            Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
-        },
+        Arrived::Interchange(ingested, form) => {
+            match respond(&ctx, asked.unwrap_or(Representation::of(*form)), ingested).await {
+                Ok(response) => (response, ctx.ingest.report(ingested, &facts, received_at)),
+                Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
+            }
+        }
         Arrived::SnsKept(kept) => {
             let status = StatusCode::OK.as_u16();
             let report =
@@ -174,8 +178,8 @@ const SNS_BACKLOG_WAIT: std::time::Duration = std::time::Duration::from_secs(60)
 
 /// What an admitted, proven request came to.
 enum Arrived {
-    /// An interchange, through the inbox.
-    Interchange(Ingested),
+    /// An interchange, through the inbox, with how its partner is answered by default.
+    Interchange(Ingested, ResponseForm),
     /// An SNS subscription message, kept for an operator.
     SnsKept(SnsSubscription),
 }
@@ -295,15 +299,21 @@ async fn deliver(
         }
         doors::Arrival::Interchange { body, content_type, transport } => {
             facts.transport = transport;
+            let form = partner.as_ref().map_or(ResponseForm::Full, |p| p.response);
             let inbound = Inbound { body, content_type, partner: PartnerOf::Caller(partner) };
-            Ok(Arrived::Interchange(ctx.ingest.deliver(inbound, facts, received_at).await?))
+            Ok(Arrived::Interchange(ctx.ingest.deliver(inbound, facts, received_at).await?, form))
         }
     }
 }
 
 /// The HTTP answer to an ingested delivery: the stored body (or acknowledgement) with its status
 /// and headers.
-async fn respond(ctx: &ApiContext, ack_wanted: bool, ingested: &Ingested) -> Result<Response, ApiError> {
+async fn respond(
+    ctx: &ApiContext,
+    representation: Representation,
+    ingested: &Ingested,
+) -> Result<Response, ApiError> {
+    let ack_wanted = representation == Representation::Ack;
     let (delivery, status, body, replayed, id) = match ingested {
         Ingested::Recorded { delivery, ack_control_number } => {
             let body = if ack_wanted {
@@ -336,8 +346,13 @@ async fn respond(ctx: &ApiContext, ack_wanted: bool, ingested: &Ingested) -> Res
         (false, Status::Processed) => "application/json",
         (false, Status::Rejected) => PROBLEM_JSON,
     };
+    let (body, applied) = match status {
+        Status::Processed => representation.interchange(body)?,
+        Status::Rejected => (body, None),
+    };
     let mut response = (code, [(header::CONTENT_TYPE, content_type)], body).into_response();
     let headers = response.headers_mut();
+    headers.extend(applied);
     if replayed {
         headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     }
@@ -387,25 +402,6 @@ async fn drain(parts: &Parts, body: Body) {
     let _ = tokio::time::timeout(DRAIN_TIME, discard).await;
 }
 
-/// The acknowledgement is the body when the client accepts EDI (`Accept: application/edi-x12` or
-/// `application/edifact`), as AS2 gateways do for synchronous acknowledgements.
-fn wants_ack(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
-        |range| {
-            let media_type = range.split(';').next().unwrap_or_default().trim();
-            media_type.eq_ignore_ascii_case("application/edi-x12")
-                || media_type.eq_ignore_ascii_case("application/edifact")
-        },
-    )
-}
-
-fn ack_media_type(standard: Standard) -> &'static str {
-    match standard {
-        Standard::X12 => "application/edi-x12",
-        Standard::Edifact => "application/edifact",
-    }
-}
-
 /// Read one interchange.
 ///
 /// The same JSON as the POST response; a rejected interchange has `status: "rejected"` and its problem
@@ -415,20 +411,31 @@ fn ack_media_type(standard: Standard) -> &'static str {
     path = "/v1/interchanges/{id}",
     tag = "interchanges",
     security((), ("admin_token" = [])),
-    params(("id" = Uuid, Path, description = "Interchange id")),
+    params(("id" = Uuid, Path, description = "Interchange id"),
+        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): the `MinimalInterchange` of a processed interchange")),
     responses(
         (status = 200, description = "The interchange", body = InterchangeResource),
     )
 )]
-pub async fn get_interchange(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, ApiError> {
+pub async fn get_interchange(
+    State(ctx): State<ApiContext>,
+    Id(id): Id,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
-    let body = match row.status {
-        Status::Processed => row.response_body,
+    let (body, applied) = match row.status {
+        Status::Processed => match Representation::asked(&headers) {
+            Some(Representation::Minimal) => Representation::Minimal.interchange(row.response_body)?,
+            _ => (row.response_body, None),
+        },
         Status::Rejected => {
-            serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?
+            (serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?, None)
         }
     };
-    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response())
+    let mut response =
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+    response.headers_mut().extend(applied);
+    Ok(response)
 }
 
 /// Read the acknowledgement sent for an interchange.

@@ -15,6 +15,7 @@ pub mod openapi;
 mod outbox;
 pub mod problem;
 pub mod quarantine;
+mod representation;
 
 use std::future::Future;
 use std::sync::Arc;

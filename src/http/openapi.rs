@@ -6,7 +6,7 @@ use utoipa::OpenApi;
 #[derive(OpenApi)]
 #[openapi(
     modifiers(&Security),
-    components(schemas(crate::inbox::resource::BypassedResource)),
+    components(schemas(crate::inbox::resource::BypassedResource, crate::inbox::resource::MinimalInterchange)),
     info(
         title = "edi-inbox",
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\

@@ -2,7 +2,7 @@
 //! recorded, and stored as the response body, so every replay and `GET` returns the same bytes.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ use super::outbox::AccountingState;
 use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 pub struct IdempotencyKey {
     /// `{standard}:{sender qualifier}:{sender id}`.
     #[schema(example = "x12:ZZ:ACMESUPPLY")]
@@ -22,7 +22,7 @@ pub struct IdempotencyKey {
 }
 
 /// One transaction set (ST..SE) or message (UNH..UNT) of an interchange.
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct DocumentResource {
     /// Transaction set or message type: `810`, `INVOIC`, …
     #[serde(rename = "type")]
@@ -73,6 +73,56 @@ pub struct InterchangeResource {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub error: Option<serde_json::Value>,
+}
+
+/// A received interchange without its invoices' contents, for `Prefer: return=minimal`: the
+/// envelope, the documents, and each invoice's id, number, total and link. Its size does not grow
+/// with the invoices' lines.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct MinimalInterchange {
+    pub id: Uuid,
+    pub status: Status,
+    pub standard: Standard,
+    pub sender: PartyId,
+    pub receiver: PartyId,
+    #[schema(example = "000001142")]
+    pub control_number: String,
+    pub idempotency_key: IdempotencyKey,
+    pub payload_sha256: String,
+    pub received_at: DateTime<Utc>,
+    pub processed_at: DateTime<Utc>,
+    pub documents: Vec<DocumentResource>,
+    pub invoices: Vec<InvoiceLink>,
+    pub warnings: Vec<Warning>,
+}
+
+/// An invoice as the minimal interchange names it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct InvoiceLink {
+    pub id: Uuid,
+    #[schema(example = "INV-1042")]
+    pub number: String,
+    #[schema(example = "USD")]
+    pub currency: String,
+    /// As an exact decimal string.
+    #[schema(example = "10584.00")]
+    pub total: String,
+    /// The whole invoice, lines included.
+    #[serde(default)]
+    #[schema(example = "/v1/invoices/0193…")]
+    pub href: String,
+}
+
+impl MinimalInterchange {
+    /// The minimal form of a stored interchange resource (the body its first delivery was answered
+    /// with); the invoices' lines are skipped as they are read, never held.
+    pub fn from_resource(body: &str) -> Result<MinimalInterchange, serde_json::Error> {
+        let mut minimal: MinimalInterchange = serde_json::from_str(body)?;
+        for invoice in &mut minimal.invoices {
+            invoice.href = format!("/v1/invoices/{}", invoice.id);
+        }
+        Ok(minimal)
+    }
 }
 
 /// An interchange in a list.

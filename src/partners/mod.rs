@@ -38,6 +38,16 @@ text_enum! {
 }
 
 text_enum! {
+    /// How a partner's deliveries are answered when the request does not say (`Prefer`).
+    ResponseForm {
+        /// The whole interchange resource, invoices and their lines included.
+        Full = "full",
+        /// The minimal interchange: each invoice's id, number, total and link, no lines.
+        Minimal = "minimal",
+    }
+}
+
+text_enum! {
     /// The kinds of credential a partner can hold.
     CredentialKind {
         /// Sent as `Authorization: Bearer …`; stored as its SHA-256.
@@ -74,6 +84,9 @@ pub struct Partner {
     pub requests_per_minute: Option<i32>,
     pub validation: Validation,
     pub conflict_policy: ConflictPolicy,
+    /// How its deliveries are answered unless a request says `Prefer: return=minimal` or
+    /// `return=representation`.
+    pub response: ResponseForm,
     /// The AS2 names (`AS2-From`) its gateway sends as; an AS2 delivery naming another gets 403.
     pub as2_ids: Vec<String>,
     /// Document types whose interchanges bypass the inbox (naturally idempotent flows).
@@ -136,6 +149,11 @@ pub struct NewPartner {
     #[serde(default = "reject")]
     #[arg(long, value_enum, default_value_t = ConflictPolicy::Reject)]
     pub conflict_policy: ConflictPolicy,
+    /// `full` (the default) or `minimal`: how its deliveries are answered when a request does not
+    /// say (`Prefer: return=minimal` or `return=representation`).
+    #[serde(default = "full")]
+    #[arg(long, value_enum, default_value_t = ResponseForm::Full)]
+    pub response: ResponseForm,
     /// An AS2 name (`AS2-From`) its gateway sends as (repeatable).
     #[serde(default)]
     #[arg(long = "as2-id")]
@@ -155,6 +173,10 @@ fn strict() -> Validation {
 
 fn reject() -> ConflictPolicy {
     ConflictPolicy::Reject
+}
+
+fn full() -> ResponseForm {
+    ResponseForm::Full
 }
 
 impl NewPartner {
@@ -267,6 +289,7 @@ mod tests {
             requests_per_minute: None,
             validation: strict(),
             conflict_policy: reject(),
+            response: full(),
             as2_ids: vec!["ACME AS2".into()],
             bypass_documents: vec!["997".into()],
         };

@@ -12,7 +12,7 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
-    ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, Validation,
+    ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, ResponseForm, Validation,
 };
 
 /// One delivery attempt of an interchange's key, as audited.
@@ -68,6 +68,8 @@ struct PartnerRow {
     validation: Validation,
     #[sqlx(try_from = "String")]
     conflict_policy: ConflictPolicy,
+    #[sqlx(try_from = "String")]
+    response: ResponseForm,
     created_at: DateTime<Utc>,
     /// A JSON array of document types.
     bypass_documents: String,
@@ -127,12 +129,13 @@ impl Store {
             let mut tx = pool.begin().await?;
             let inserted = sqlx::query(
                 "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
-                    conflict_policy, created_at, bypass_documents)
-                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    conflict_policy, created_at, bypass_documents, response)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
             .bind(serde_json::to_string(&partner.bypass_documents).unwrap_or_else(|_| "[]".into()))
+            .bind(partner.response.as_str())
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -251,7 +254,7 @@ impl Store {
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
         const PARTNERS: &str =
             "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            created_at, bypass_documents FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
+            response, created_at, bypass_documents FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
         const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
             WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
         const CREDENTIALS: &str =
@@ -275,6 +278,7 @@ impl Store {
                     requests_per_minute: row.requests_per_minute,
                     validation: row.validation,
                     conflict_policy: row.conflict_policy,
+                    response: row.response,
                     as2_ids: Vec::new(),
                     bypass_documents: serde_json::from_str(&row.bypass_documents)
                         .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,

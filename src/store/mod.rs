@@ -292,20 +292,20 @@ impl Store {
             Db::Sqlite(sqlite) => &sqlite.queue,
         };
         let outcome = queue.record(Arc::clone(delivery), first.clone()).await?;
-        let processed = |id: Uuid, response: &str| replays::Processed {
-            id,
-            fingerprint: delivery.fingerprint.clone(),
-            response: response.to_owned(),
-        };
         match &outcome {
             Outcome::Recorded { .. } if delivery.status == Status::Processed => {
-                self.shared.replays.insert(&delivery.key, processed(delivery.id, &delivery.response));
+                self.shared.replays.insert(
+                    &delivery.key,
+                    delivery.id,
+                    &delivery.fingerprint,
+                    &delivery.response,
+                );
                 if !delivery.outbox.is_empty() {
                     self.shared.outbox_written.notify_one();
                 }
             }
             Outcome::Replayed { id, status: Status::Processed, body } => {
-                self.shared.replays.insert(&delivery.key, processed(*id, body));
+                self.shared.replays.insert(&delivery.key, *id, &delivery.fingerprint, body);
             }
             _ => {}
         }

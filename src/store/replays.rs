@@ -31,8 +31,8 @@ struct Entries {
 }
 
 /// What an entry costs: its response, fingerprint and key.
-fn size(key: &IdempotencyKey, processed: &Processed) -> usize {
-    key.source.len() + key.message_id.len() + processed.fingerprint.len() + processed.response.len()
+fn size(key: &IdempotencyKey, fingerprint: &str, response: &str) -> usize {
+    key.source.len() + key.message_id.len() + fingerprint.len() + response.len()
 }
 
 impl ReplayCache {
@@ -44,8 +44,10 @@ impl ReplayCache {
         self.inner.lock().ok()?.by_key.get(key).cloned()
     }
 
-    pub fn insert(&self, key: &IdempotencyKey, processed: Processed) {
-        let cost = size(key, &processed);
+    /// Keeps interchange `id`'s outcome; copies its response only when it fits (a 13 MB answer of
+    /// a 20,000-invoice interchange is never copied to be refused).
+    pub fn insert(&self, key: &IdempotencyKey, id: Uuid, fingerprint: &str, response: &str) {
+        let cost = size(key, fingerprint, response);
         if cost > self.max_bytes {
             return;
         }
@@ -56,11 +58,12 @@ impl ReplayCache {
         while entries.bytes + cost > self.max_bytes {
             let Some(oldest) = entries.order.pop_front() else { break };
             if let Some(evicted) = entries.by_key.remove(&oldest) {
-                entries.bytes -= size(&oldest, &evicted);
+                entries.bytes -= size(&oldest, &evicted.fingerprint, &evicted.response);
             }
         }
         entries.bytes += cost;
         entries.order.push_back(key.clone());
+        let processed = Processed { id, fingerprint: fingerprint.to_owned(), response: response.to_owned() };
         entries.by_key.insert(key.clone(), processed);
     }
 }
@@ -73,23 +76,23 @@ mod tests {
         IdempotencyKey { source: "x12:ZZ:A".into(), message_id: format!("{n:09}") }
     }
 
-    fn processed(response: &str) -> Processed {
-        Processed { id: Uuid::now_v7(), fingerprint: "f".repeat(64), response: response.into() }
-    }
-
     #[test]
     fn evicts_the_oldest_beyond_the_byte_bound() {
-        let entry = size(&key(1), &processed(&"r".repeat(100)));
+        let fingerprint = "f".repeat(64);
+        let insert = |cache: &ReplayCache, n: u32, response: &str| {
+            cache.insert(&key(n), Uuid::now_v7(), &fingerprint, response);
+        };
+        let entry = size(&key(1), &fingerprint, &"r".repeat(100));
         let cache = ReplayCache::new(entry * 3);
         for n in 1..=4 {
-            cache.insert(&key(n), processed(&"r".repeat(100)));
+            insert(&cache, n, &"r".repeat(100));
         }
         assert!(cache.get(&key(1)).is_none());
         assert!((2..=4).all(|n| cache.get(&key(n)).is_some()));
-        cache.insert(&key(5), processed(&"r".repeat(entry * 4)));
+        insert(&cache, 5, &"r".repeat(entry * 4));
         assert!(cache.get(&key(5)).is_none(), "an entry larger than the cache is not kept");
         let zero = ReplayCache::new(0);
-        zero.insert(&key(1), processed("r"));
+        insert(&zero, 1, "r");
         assert!(zero.get(&key(1)).is_none());
     }
 }

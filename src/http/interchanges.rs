@@ -132,9 +132,7 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
             }
         }
         Arrived::SnsKept(kept) => {
-            let status = StatusCode::OK.as_u16();
-            let report =
-                Report { outcome: "sns-subscription", status, key: None, attempt: None, refused: false };
+            let report = Report::without_interchange("sns-subscription", StatusCode::OK.as_u16(), false);
             (Json(kept).into_response(), report)
         }
     };
@@ -156,8 +154,7 @@ fn refused(
     if let (false, Some(remote), None) = (status.is_server_error(), remote, &facts.partner_id) {
         ctx.limiter.refused(remote);
     }
-    let report =
-        Report { outcome: error.outcome(), status: status.as_u16(), key: None, attempt: None, refused: true };
+    let report = Report::without_interchange(error.outcome(), status.as_u16(), true);
     ctx.ingest.conclude(report, facts, received_at, started);
     error.into_response()
 }

@@ -42,22 +42,20 @@ pub(super) async fn prepare(
             PartnerOf::Caller(partner) => partner,
             PartnerOf::Sender { directory, bound } => {
                 let sender = inbox::key(&interchange.envelope).source;
-                match (directory.by_sender(&sender), bound) {
-                    (Some(partner), Some(bound)) if partner.id != *bound => {
-                        return Err(Error::Forbidden(format!(
-                            "this queue is bound to partner {bound}, not {sender}'s"
-                        )));
-                    }
-                    (Some(partner), _) => Some(active(Arc::clone(partner))?),
-                    (None, Some(bound)) => {
-                        return Err(Error::Forbidden(format!(
-                            "this queue is bound to partner {bound}, not {sender}'s"
-                        )));
-                    }
-                    (None, None) if options.partner_auth => {
+                let found = directory.by_sender(&sender);
+                if let Some(bound) = bound
+                    && found.is_none_or(|partner| partner.id != *bound)
+                {
+                    return Err(Error::Forbidden(format!(
+                        "this queue is bound to partner {bound}, not {sender}'s"
+                    )));
+                }
+                match found {
+                    Some(partner) => Some(active(Arc::clone(partner))?),
+                    None if options.partner_auth => {
                         return Err(Error::Forbidden(format!("no partner sends as {sender}")));
                     }
-                    (None, None) => None,
+                    None => None,
                 }
             }
         };

@@ -26,6 +26,14 @@ pub struct Report<'a> {
     pub refused: bool,
 }
 
+impl Report<'static> {
+    /// An attempt that read no interchange: `refused` before anything was recorded (counted per
+    /// address, partner and minute), or answered without one (an SNS confirmation kept).
+    pub fn without_interchange(outcome: &'static str, status: u16, refused: bool) -> Report<'static> {
+        Report { outcome, status, key: None, attempt: None, refused }
+    }
+}
+
 impl Ingest {
     /// The report of an ingested delivery, `status` being what its reply says.
     pub fn report<'a>(&self, ingested: &'a Ingested, facts: &AttemptFacts, at: DateTime<Utc>) -> Report<'a> {
@@ -52,7 +60,7 @@ impl Ingest {
     /// The report of a refused delivery.
     pub fn report_refusal(&self, error: &Error) -> Report<'static> {
         let status = (self.answers.refusal)(error);
-        Report { outcome: error.outcome(), status, key: None, attempt: None, refused: true }
+        Report::without_interchange(error.outcome(), status, true)
     }
 
     /// Audits, counts and logs what became of a delivery.

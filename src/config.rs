@@ -194,9 +194,10 @@ pub struct ServerConfig {
     /// answered 429 without being read.
     #[arg(long, env = "EDI_INBOX_REFUSALS_PER_MINUTE", default_value_t = 60, global = true)]
     pub refusals_per_minute: u32,
-    /// Bytes of request bodies (times the working copies parsing needs) buffered at once; requests
-    /// beyond wait for room.
-    #[arg(long, env = "EDI_INBOX_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024, global = true)]
+    /// Bytes of memory the deliveries in flight may hold together: four times a body while it is
+    /// read and parsed (requests beyond wait for room), then what recording its interchange costs
+    /// (beyond: 429 while others hold it, 413 when more than the whole budget).
+    #[arg(long, env = "EDI_INBOX_BUFFER_BYTES", default_value_t = 512 * 1024 * 1024, global = true)]
     pub buffer_bytes: usize,
     /// Seconds a connection may stay silent (no byte either way) before it is closed; must exceed
     /// the request timeout so that a request in progress is never cut.
@@ -261,6 +262,7 @@ impl ServerConfig {
             partner_auth,
             book_with_accounting,
             as2_receiver_ids: self.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
+            buffer_bytes: self.buffer_bytes,
         }
     }
 

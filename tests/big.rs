@@ -116,8 +116,55 @@ async fn shutdown_finishes_deliveries_in_flight(backend: Backend) {
     db.remove().await;
 }
 
+/// The memory budget charges what recording an interchange costs once it is parsed, not only four
+/// times its body: 512 KiB of one-line invoices fits the read reservation of a 4 MiB budget but needs
+/// more to record, so it is refused whole (413), nothing written; before, it was booked with the
+/// budget charged a fraction of what it held.
+async fn an_interchange_costing_more_than_the_whole_budget_is_refused(backend: Backend) {
+    let mut server = server_config();
+    server.buffer_bytes = 4 * MIB;
+    let h = Harness::with_server(backend, server).await;
+    let refused = h.app.post(corpus::x12_810(512 * 1024), "application/edi-x12").await;
+    assert_eq!(refused.status, 413, "{}", refused.text);
+    let problem = refused.json();
+    assert_eq!(problem["type"], "/problems/payload-too-large");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("documents") && detail.contains("EDI_INBOX_BUFFER_BYTES"), "{detail}");
+    assert!(h.app.all_interchanges().await.is_empty() && h.app.all_invoices().await.is_empty());
+    h.finish().await;
+}
+
+/// A delivery whose recording needs more of the budget than is free answers 429 with Retry-After
+/// at once (it never waits while holding a reservation, so two deliveries cannot wait on each
+/// other), and is booked once the budget is free again.
+async fn a_delivery_is_asked_to_retry_while_the_budget_is_held(backend: Backend) {
+    let mut server = server_config();
+    server.buffer_bytes = 4 * MIB;
+    let h = Harness::with_server(backend, server).await;
+    // A slow upload declares 896 KiB, so reading it reserves 3.5 MiB until it is done.
+    let mut slow = tokio::net::TcpStream::connect(h.app.address).await.unwrap();
+    let head = format!(
+        "POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\nContent-Type: application/edi-x12\r\nContent-Length: {}\r\n\r\nISA",
+        896 * 1024
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let body = corpus::x12_810(32 * 1024);
+    let busy = h.app.post(body.clone(), "application/edi-x12").await;
+    assert_eq!(busy.status, 429, "{}", busy.text);
+    assert_eq!(busy.json()["type"], "/problems/rate-limited");
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    assert!(h.app.all_interchanges().await.is_empty());
+    drop(slow);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(h.app.post(body, "application/edi-x12").await.status, 201);
+    h.finish().await;
+}
+
 both_backends!(
     ten_mib_interchange_is_recorded_in_one_transaction,
     a_minimal_answer_leaves_out_the_lines,
-    shutdown_finishes_deliveries_in_flight
+    shutdown_finishes_deliveries_in_flight,
+    an_interchange_costing_more_than_the_whole_budget_is_refused,
+    a_delivery_is_asked_to_retry_while_the_budget_is_held
 );

@@ -47,9 +47,10 @@ fn settlement(result: &Result<Ingested, ingest::Error>) -> Settlement {
             ingest::Error::Malformed(_)
             | ingest::Error::Forbidden(_)
             | ingest::Error::WrongState(_)
-            | ingest::Error::TooLarge(_),
+            | ingest::Error::TooLarge(_)
+            | ingest::Error::TooLargeToRecord { .. },
         ) => Settlement::DeadLetter,
-        Err(ingest::Error::Store(_) | ingest::Error::Internal) => Settlement::Retry,
+        Err(ingest::Error::Store(_) | ingest::Error::Internal | ingest::Error::Busy) => Settlement::Retry,
     }
 }
 
@@ -95,7 +96,9 @@ impl Consumer {
                         content_type: message.content_type,
                         partner: PartnerOf::Sender { directory, bound: self.bound.clone() },
                     };
-                    self.ingest.deliver(inbound, &mut facts, received_at).await
+                    // The message is already read: recording it tops up an empty reservation.
+                    let mut reservation = self.ingest.budget().nothing();
+                    self.ingest.deliver(inbound, &mut reservation, &mut facts, received_at).await
                 }
                 Err(error) => Err(ingest::Error::Store(error)),
             }

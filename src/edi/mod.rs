@@ -145,6 +145,13 @@ pub struct Warning {
     pub message: String,
 }
 
+/// What an interchange holds, as [`Interchange::shape`] counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    pub documents: usize,
+    pub lines: usize,
+}
+
 /// An interchange whose header has been read: the key is known, the body not yet validated.
 #[derive(Debug)]
 pub struct Interchange<'a> {
@@ -235,6 +242,21 @@ impl<'a> Interchange<'a> {
         let separators = [d.segment, d.element, d.component];
         !separators.iter().any(|b| matches!(b, b'\r' | b'\n'))
             && self.segments.iter().any(|segment| memchr::memchr2(b'\r', b'\n', segment.bytes).is_some())
+    }
+
+    /// How many documents (ST or UNH) and item lines (IT1 or LIN) it holds, counted from the
+    /// segment tags before anything is mapped.
+    pub fn shape(&self) -> Shape {
+        let (document, line): (&[u8], &[u8]) = match self.envelope.standard {
+            Standard::X12 => (b"ST", b"IT1"),
+            Standard::Edifact => (b"UNH", b"LIN"),
+        };
+        let mut shape = Shape::default();
+        for tag in self.segments.iter().map(Segment::tag) {
+            shape.documents += usize::from(tag == document);
+            shape.lines += usize::from(tag == line);
+        }
+        shape
     }
 
     /// Validates the envelope structure and maps every document; the first error wins.

@@ -16,7 +16,6 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::extract::{Id, Params};
-use super::limits::Reservation;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, auth, doors, non_empty, page_limit};
@@ -25,7 +24,7 @@ use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
 use crate::inbox::transport::Transport;
 use crate::inbox::{Logged, Status};
-use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report};
+use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report, Reservation, Shortfall};
 use crate::partners::{Partner, ResponseForm};
 use crate::store::{AttemptFacts, DeliveryAttempt, InterchangeFilter, SnsSubscription, StoredInterchange};
 
@@ -102,11 +101,11 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
             body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload-too-large`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload-too-large`: the body exceeds the body limit, or recording its interchange would need more memory than this instance's whole budget (the detail says how much); nothing was recorded", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported-media-type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-interchange`: stored as rejected, replayed with `Idempotent-Replayed: true`; a corrected resend with the same key replaces it",
             body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate-limited`: the partner's rate or this instance's capacity is exhausted; nothing was recorded",
+        (status = 429, description = "`rate-limited`: the partner's rate or this instance's capacity (deliveries in flight, memory budget) is exhausted; nothing was recorded, retry after `Retry-After`",
             body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = String, description = "Seconds to wait"))),
         (status = 503, description = "`unavailable`: the database cannot be reached; nothing was recorded, retry after `Retry-After` seconds",
@@ -181,15 +180,16 @@ enum Arrived {
     SnsKept(SnsSubscription),
 }
 
-/// Copies of a body that parsing and recording hold at once at most (the body, its unwrapped form,
-/// the parsed segments, the response and the database parameters), for the byte budget.
-const BUFFER_COPIES: usize = 4;
+/// Copies of a body that reading and parsing hold at once at most (the body, its unwrapped form, the
+/// parsed segments), reserved from the memory budget before it is read; once parsed, the delivery
+/// tops the reservation up to what recording it costs.
+const READ_COPIES: usize = 4;
 
 /// What a request is allowed before its body is read.
 struct Admitted {
     caller: auth::Caller,
     recognised: doors::Recognised,
-    _reservation: Reservation,
+    reservation: Reservation,
     _unproven: Option<OwnedSemaphorePermit>,
 }
 
@@ -226,9 +226,16 @@ async fn admit(
     if declared.is_some_and(|length| length > limit) {
         return Err(ApiError::PayloadTooLarge(limit));
     }
-    let bytes = declared.unwrap_or(limit).saturating_mul(BUFFER_COPIES);
-    let reservation = ctx.limiter.reserve(bytes).await.map_err(ApiError::RateLimited)?;
-    Ok(Admitted { caller, recognised, _reservation: reservation, _unproven: unproven })
+    let bytes = declared.unwrap_or(limit).saturating_mul(READ_COPIES);
+    let reservation = ctx.ingest.budget().reserve(bytes).await.map_err(|shortfall| match shortfall {
+        Shortfall::Exceeds { needed, budget } => ApiError::OverBudget(format!(
+            "reading a body of up to {} bytes needs {needed} bytes of memory, more than this server's \
+             budget of {budget} bytes (EDI_INBOX_BUFFER_BYTES); nothing was read",
+            needed / READ_COPIES
+        )),
+        Shortfall::Spent => ApiError::RateLimited(std::time::Duration::from_secs(1)),
+    })?;
+    Ok(Admitted { caller, recognised, reservation, _unproven: unproven })
 }
 
 /// The largest body the caller may send: a proven partner's own limit, else the server's.
@@ -262,7 +269,7 @@ async fn deliver(
     received_at: chrono::DateTime<Utc>,
 ) -> Result<Arrived, ApiError> {
     let (parts, body) = request.into_parts();
-    let admitted = match admit(ctx, &parts, remote, facts).await {
+    let mut admitted = match admit(ctx, &parts, remote, facts).await {
         Ok(admitted) => admitted,
         Err(error) => {
             drain(&parts, body).await;
@@ -298,7 +305,10 @@ async fn deliver(
             facts.transport = transport;
             let form = partner.as_ref().map_or(ResponseForm::Full, |p| p.response);
             let inbound = Inbound { body, content_type, partner: PartnerOf::Caller(partner) };
-            Ok(Arrived::Interchange(ctx.ingest.deliver(inbound, facts, received_at).await?, form))
+            Ok(Arrived::Interchange(
+                ctx.ingest.deliver(inbound, &mut admitted.reservation, facts, received_at).await?,
+                form,
+            ))
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Abuse limits of this instance, all answering 429 with Retry-After: a token bucket per proven
 //! partner (requests per minute), a cap on deliveries in flight, a smaller cap on signed requests
 //! whose signature is not verified yet, a bucket of refusals per remote address (an address that
-//! keeps failing is refused before any work), and a budget of buffered request bytes. They are per
-//! instance, so N replicas admit up to N times the configured rates.
+//! keeps failing is refused before any work). With the memory budget (`ingest::Budget`) they are
+//! per instance, so N replicas admit up to N times the configured rates.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -20,7 +20,6 @@ pub struct Capacities {
     pub in_flight: usize,
     pub unproven_in_flight: usize,
     pub refusals_per_minute: u32,
-    pub buffered_bytes: usize,
 }
 
 pub struct Limiter {
@@ -29,13 +28,6 @@ pub struct Limiter {
     refusals_per_minute: u32,
     in_flight: Arc<Semaphore>,
     unproven: Arc<Semaphore>,
-    bytes: Arc<Semaphore>,
-    buffered_bytes: usize,
-}
-
-/// Reserved buffer bytes, returned when dropped.
-pub struct Reservation {
-    _permit: OwnedSemaphorePermit,
 }
 
 impl Limiter {
@@ -46,8 +38,6 @@ impl Limiter {
             refusals_per_minute: capacities.refusals_per_minute,
             in_flight: Arc::new(Semaphore::new(capacities.in_flight)),
             unproven: Arc::new(Semaphore::new(capacities.unproven_in_flight)),
-            bytes: Arc::new(Semaphore::new(capacities.buffered_bytes.min(Semaphore::MAX_PERMITS))),
-            buffered_bytes: capacities.buffered_bytes,
         }
     }
 
@@ -74,18 +64,6 @@ impl Limiter {
     /// Whether `address` has been refused too often lately: its unproven requests are refused at once.
     pub fn refusing(&self, address: std::net::IpAddr) -> Result<(), Duration> {
         self.refusals.check(&address, self.refusals_per_minute)
-    }
-
-    /// Reserves `bytes` of the buffer budget, waiting for others to finish when it is spent. A
-    /// request larger than the whole budget is refused at once.
-    pub async fn reserve(&self, bytes: usize) -> Result<Reservation, Duration> {
-        let permits = u32::try_from(bytes).ok().filter(|_| bytes <= self.buffered_bytes);
-        let Some(permits) = permits else { return Err(Duration::from_secs(1)) };
-        Arc::clone(&self.bytes)
-            .acquire_many_owned(permits)
-            .await
-            .map(|permit| Reservation { _permit: permit })
-            .map_err(|_| Duration::from_secs(1))
     }
 }
 
@@ -157,12 +135,7 @@ mod tests {
     use super::*;
 
     fn limiter() -> Limiter {
-        Limiter::new(Capacities {
-            in_flight: 1,
-            unproven_in_flight: 1,
-            refusals_per_minute: 2,
-            buffered_bytes: 100,
-        })
+        Limiter::new(Capacities { in_flight: 1, unproven_in_flight: 1, refusals_per_minute: 2 })
     }
 
     #[test]
@@ -189,16 +162,5 @@ mod tests {
         limiter.refused(address);
         assert!(limiter.refusing(address).is_err());
         assert!(limiter.refusing("192.0.2.8".parse().unwrap()).is_ok());
-    }
-
-    #[tokio::test]
-    async fn the_byte_budget_bounds_what_is_buffered() {
-        let limiter = limiter();
-        let first = limiter.reserve(60).await.unwrap();
-        assert!(limiter.reserve(101).await.is_err(), "larger than the whole budget");
-        let waiting = tokio::time::timeout(Duration::from_millis(50), limiter.reserve(60)).await;
-        assert!(waiting.is_err(), "the second reservation waits while the first holds the budget");
-        drop(first);
-        assert!(limiter.reserve(60).await.is_ok());
     }
 }

@@ -79,7 +79,6 @@ impl ApiContext {
                 in_flight: server.max_in_flight,
                 unproven_in_flight: server.max_unproven_in_flight,
                 refusals_per_minute: server.refusals_per_minute,
-                buffered_bytes: server.buffer_bytes,
             })),
             metrics: Arc::default(),
             ingest,

@@ -17,6 +17,9 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// Seconds a client is asked to wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "5";
 
+/// How long a delivery is asked to wait when the memory budget is spent by others.
+const BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Whole seconds to wait, at least one.
 fn retry_after(wait: std::time::Duration) -> u64 {
     wait.as_secs_f64().ceil().max(1.0) as u64
@@ -33,6 +36,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("the body exceeds the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    /// More memory than the server's whole budget would be needed: it never fits.
+    #[error("{0}")]
+    OverBudget(String),
     #[error("control number reused for different content")]
     Conflict { original_id: Uuid, sender: String, message_id: String },
     #[error("not found")]
@@ -69,7 +75,7 @@ impl ApiError {
             }
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge(_) | ApiError::OverBudget(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict { .. } | ApiError::AlreadyExists(_) | ApiError::WrongState(_) => {
                 StatusCode::CONFLICT
             }
@@ -90,7 +96,9 @@ impl ApiError {
             ApiError::Malformed(_) => ("malformed-interchange", "Malformed interchange"),
             ApiError::Invalid { .. } => ("invalid-interchange", "Invalid interchange"),
             ApiError::UnsupportedMediaType(_) => ("unsupported-media-type", "Unsupported media type"),
-            ApiError::PayloadTooLarge(_) => ("payload-too-large", "Payload too large"),
+            ApiError::PayloadTooLarge(_) | ApiError::OverBudget(_) => {
+                ("payload-too-large", "Payload too large")
+            }
             ApiError::Conflict { .. } => ("control-number-conflict", "Control number conflict"),
             ApiError::AlreadyExists(_) => ("already-exists", "Already exists"),
             ApiError::WrongState(_) => ("wrong-state", "Not possible in this state"),
@@ -153,7 +161,7 @@ impl ApiError {
             ApiError::InvalidTransport(_) => "invalid-transport",
             ApiError::Invalid { .. } => "rejected",
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
-            ApiError::PayloadTooLarge(_) => "too-large",
+            ApiError::PayloadTooLarge(_) | ApiError::OverBudget(_) => "too-large",
             ApiError::Conflict { .. } => "conflict",
             ApiError::Unauthorized(_) => "unauthenticated",
             ApiError::Forbidden(_) => "forbidden",
@@ -208,6 +216,8 @@ impl From<ingest::Error> for ApiError {
             ingest::Error::Forbidden(detail) => ApiError::Forbidden(detail),
             ingest::Error::WrongState(detail) => ApiError::WrongState(detail),
             ingest::Error::TooLarge(limit) => ApiError::PayloadTooLarge(limit),
+            error @ ingest::Error::TooLargeToRecord { .. } => ApiError::OverBudget(error.to_string()),
+            ingest::Error::Busy => ApiError::RateLimited(BUDGET_WAIT),
             ingest::Error::Store(error) => ApiError::Store(error),
             ingest::Error::Internal => ApiError::Internal,
         }
@@ -231,7 +241,8 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
         ingest::Error::Malformed(_) => StatusCode::BAD_REQUEST,
         ingest::Error::Forbidden(_) => StatusCode::FORBIDDEN,
         ingest::Error::WrongState(_) => StatusCode::CONFLICT,
-        ingest::Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        ingest::Error::TooLarge(_) | ingest::Error::TooLargeToRecord { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        ingest::Error::Busy => StatusCode::TOO_MANY_REQUESTS,
         ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
         ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }

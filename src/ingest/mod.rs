@@ -9,6 +9,7 @@
 //! handed as [`Answers`] by whoever builds it.
 
 mod authenticate;
+mod budget;
 mod policies;
 mod prepare;
 mod report;
@@ -20,6 +21,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use authenticate::{active, check_as2, security_event};
+pub use budget::{Budget, Reservation, Shortfall};
 pub use report::Report;
 
 use crate::edi::{self, EdiError};
@@ -42,6 +44,8 @@ pub struct IngestOptions {
     pub book_with_accounting: bool,
     /// The AS2 names an AS2 delivery's `AS2-To` must be one of (none: not checked).
     pub as2_receiver_ids: Arc<[String]>,
+    /// Bytes of memory the deliveries in flight may hold together (see [`Budget`]).
+    pub buffer_bytes: usize,
 }
 
 /// The kind of reply a sender gets, as the audit trail records its status.
@@ -87,6 +91,16 @@ pub enum Error {
     /// A queued message over the consumer's limit of this many bytes: not read.
     #[error("the message exceeds the limit of {0} bytes")]
     TooLarge(usize),
+    /// Recording the interchange's documents needs more memory than the whole budget: it never fits.
+    #[error(
+        "recording its {documents} documents needs about {needed} bytes of memory, more than this \
+         server's budget of {budget} bytes (EDI_INBOX_BUFFER_BYTES); nothing was recorded: split the \
+         interchange or raise the budget"
+    )]
+    TooLargeToRecord { documents: usize, needed: usize, budget: usize },
+    /// The memory budget is spent by other deliveries for now: nothing recorded, retry.
+    #[error("the server's memory budget is spent by other deliveries; nothing was recorded, retry")]
+    Busy,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error")]
@@ -94,13 +108,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// The refusal of an interchange of `documents` whose memory `shortfall` could not reserve.
+    fn short_of(shortfall: Shortfall, documents: usize) -> Error {
+        match shortfall {
+            Shortfall::Exceeds { needed, budget } => Error::TooLargeToRecord { documents, needed, budget },
+            Shortfall::Spent => Error::Busy,
+        }
+    }
+
     /// The audit trail's name for a delivery refused with this error.
     pub fn outcome(&self) -> &'static str {
         match self {
             Error::Malformed(_) => "malformed",
             Error::Forbidden(_) => "forbidden",
             Error::WrongState(_) => "bad-request",
-            Error::TooLarge(_) => "too-large",
+            Error::TooLarge(_) | Error::TooLargeToRecord { .. } => "too-large",
+            Error::Busy => "rate-limited",
             Error::Store(StoreError::Unavailable(_)) => "unavailable",
             Error::Store(_) | Error::Internal => "error",
         }
@@ -192,11 +215,25 @@ pub struct Ingest {
     store: Store,
     options: Arc<IngestOptions>,
     answers: Answers,
+    budget: Budget,
 }
 
 impl Ingest {
     pub fn new(store: Store, options: IngestOptions, answers: Answers) -> Ingest {
-        Ingest { store, options: Arc::new(options), answers }
+        let budget = Budget::new(options.buffer_bytes);
+        Ingest { store, options: Arc::new(options), answers, budget }
+    }
+
+    /// The memory budget every delivery reserves from before its body is read.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Tops `reservation` up to what recording `delivery` costs, if that much is free now.
+    fn afford(&self, reservation: &mut Reservation, delivery: &Delivery) -> Result<(), Error> {
+        self.budget
+            .top_up(reservation, delivery.recording_cost())
+            .map_err(|shortfall| Error::short_of(shortfall, delivery.documents.len()))
     }
 
     pub fn options(&self) -> &IngestOptions {
@@ -212,11 +249,15 @@ impl Ingest {
     pub async fn deliver(
         &self,
         inbound: Inbound,
+        reservation: &mut Reservation,
         facts: &mut AttemptFacts,
         received_at: DateTime<Utc>,
     ) -> Result<Ingested, Error> {
-        let (delivery, partner) = match prepare::prepare(self, inbound, received_at).await? {
-            prepare::Prepared::Delivery(delivery, partner) => (delivery, partner),
+        let (delivery, partner) = match prepare::prepare(self, inbound, reservation, received_at).await? {
+            prepare::Prepared::Delivery(delivery, partner) => {
+                self.afford(reservation, &delivery)?;
+                (delivery, partner)
+            }
             prepare::Prepared::Bypassed(resource, partner) => {
                 facts.partner_id = partner.map(|p| p.id.clone());
                 return Ok(Ingested::Bypassed(resource));
@@ -300,11 +341,13 @@ impl Ingest {
             content_type: held.content_type,
             partner: PartnerOf::Caller(Some(partner)),
         };
+        let mut reservation = self.budget.nothing();
         let prepare::Prepared::Delivery(mut delivery, _) =
-            prepare::prepare(self, inbound, received_at).await?
+            prepare::prepare(self, inbound, &mut reservation, received_at).await?
         else {
             return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
         };
+        self.afford(&mut reservation, &delivery)?;
         if delivery.status == Status::Rejected {
             return Err(Error::WrongState(format!(
                 "it is still invalid under the partner's current settings: {}",

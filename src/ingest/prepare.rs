@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::authenticate::{active, check_sender};
-use super::{Error, Inbound, Ingest, PartnerOf};
+use super::{Error, Inbound, Ingest, PartnerOf, Reservation};
 use crate::edi;
 use crate::inbox::resource::BypassedResource;
 use crate::inbox::{self, Delivery};
@@ -24,65 +24,92 @@ pub(super) enum Prepared {
     Bypassed(BypassedResource, Option<Arc<Partner>>),
 }
 
-/// Parses and maps `inbound` under its partner's settings.
+/// Parses and maps `inbound` under its partner's settings. Once parsed, and before its documents are
+/// mapped and rendered (most of what it costs), `reservation` is topped up to what recording it is
+/// expected to cost.
 pub(super) async fn prepare(
     ingest: &Ingest,
     inbound: Inbound,
+    reservation: &mut Reservation,
     received_at: DateTime<Utc>,
 ) -> Result<Prepared, Error> {
     let options = Arc::clone(&ingest.options);
     let invalid = ingest.answers.invalid;
+    let budget = ingest.budget.clone();
+    let mut held = std::mem::replace(reservation, budget.nothing());
     let Inbound { body, content_type, partner } = inbound;
     let inline = body.len() <= INLINE_PARSE_BYTES;
     let work = move || {
         let mut unwrapped = Vec::new();
-        let mut interchange =
-            edi::parse(&body, &mut unwrapped, options.parse_limits).map_err(Error::Malformed)?;
-        let partner = match partner {
-            PartnerOf::Caller(partner) => partner,
-            PartnerOf::Sender { directory, bound } => {
-                let sender = inbox::key(&interchange.envelope).source;
-                let found = directory.by_sender(&sender);
-                if let Some(bound) = bound
-                    && found.is_none_or(|partner| partner.id != *bound)
-                {
-                    return Err(Error::Forbidden(format!(
-                        "this queue is bound to partner {bound}, not {sender}'s"
-                    )));
+        let prepare = || {
+            let mut interchange =
+                edi::parse(&body, &mut unwrapped, options.parse_limits).map_err(Error::Malformed)?;
+            let partner = partner_of(partner, &interchange.envelope, options.partner_auth)?;
+            check_sender(partner.as_deref(), &interchange.envelope)?;
+            let shape = interchange.shape();
+            budget
+                .top_up(&mut held, Delivery::expected_cost(body.len(), shape))
+                .map_err(|shortfall| Error::short_of(shortfall, shape.documents))?;
+            if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
+                interchange = interchange.lenient();
+            }
+            Ok(match interchange.documents() {
+                Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
+                    Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
                 }
-                match found {
-                    Some(partner) => Some(active(Arc::clone(partner))?),
-                    None if options.partner_auth => {
-                        return Err(Error::Forbidden(format!("no partner sends as {sender}")));
+                Ok(documents) => {
+                    let mut delivery =
+                        Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
+                    if options.book_with_accounting {
+                        delivery.book_with_accounting();
                     }
-                    None => None,
+                    Prepared::Delivery(delivery, partner)
                 }
-            }
+                Err(error) => {
+                    let delivery = Delivery::rejected(
+                        &interchange,
+                        &error,
+                        body.clone(),
+                        content_type,
+                        received_at,
+                        |id| invalid(&error, id),
+                    );
+                    Prepared::Delivery(delivery, partner)
+                }
+            })
         };
-        check_sender(partner.as_deref(), &interchange.envelope)?;
-        if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
-            interchange = interchange.lenient();
-        }
-        Ok(match interchange.documents() {
-            Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
-                Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
-            }
-            Ok(documents) => {
-                let mut delivery =
-                    Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
-                if options.book_with_accounting {
-                    delivery.book_with_accounting();
-                }
-                Prepared::Delivery(delivery, partner)
-            }
-            Err(error) => {
-                let delivery =
-                    Delivery::rejected(&interchange, &error, body.clone(), content_type, received_at, |id| {
-                        invalid(&error, id)
-                    });
-                Prepared::Delivery(delivery, partner)
-            }
-        })
+        (prepare(), held)
     };
-    if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| Error::Internal)? }
+    let (prepared, held) =
+        if inline { work() } else { tokio::task::spawn_blocking(work).await.map_err(|_| Error::Internal)? };
+    *reservation = held;
+    prepared
+}
+
+/// The partner whose settings apply: the proven caller, or the one the envelope's sender names
+/// (a queue bound to a partner refuses every other sender).
+fn partner_of(
+    partner: PartnerOf,
+    envelope: &edi::Envelope,
+    partner_auth: bool,
+) -> Result<Option<Arc<Partner>>, Error> {
+    match partner {
+        PartnerOf::Caller(partner) => Ok(partner),
+        PartnerOf::Sender { directory, bound } => {
+            let sender = inbox::key(envelope).source;
+            let found = directory.by_sender(&sender);
+            if let Some(bound) = bound
+                && found.is_none_or(|partner| partner.id != *bound)
+            {
+                return Err(Error::Forbidden(format!(
+                    "this queue is bound to partner {bound}, not {sender}'s"
+                )));
+            }
+            match found {
+                Some(partner) => Ok(Some(active(Arc::clone(partner))?)),
+                None if partner_auth => Err(Error::Forbidden(format!("no partner sends as {sender}"))),
+                None => Ok(None),
+            }
+        }
+    }
 }

@@ -34,6 +34,15 @@ impl Postgres {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
+            // sqlx keeps a connection's buffers at the largest size they ever grew to: shrink them as
+            // it returns to the pool, or each connection that once carried a large interchange holds
+            // that much memory for good (8 of 20,000 invoices at once left 250 MiB resident).
+            .after_release(|connection, _| {
+                Box::pin(async move {
+                    sqlx::Connection::shrink_buffers(connection);
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await?;
         // A few batches in flight at once keep the pool busy without one writer's latency bounding
@@ -233,7 +242,7 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
 
 /// Runs [`CLAIM`] for `jobs`: each claimed or already held key's row, by delivery id.
 async fn claim(pool: &PgPool, jobs: &[Job]) -> Result<HashMap<Uuid, Claim>, StoreError> {
-    let rows: Vec<Claimed> = bind_batch(sqlx::query_as(CLAIM), jobs).fetch_all(pool).await?;
+    let rows: Vec<Claimed> = bind_batch(presized(CLAIM, jobs), jobs).fetch_all(pool).await?;
     Ok(rows.into_iter().map(|row| (row.delivery_id, row.claim)).collect())
 }
 
@@ -261,7 +270,7 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
         match decide(current, delivery) {
             Next::Done(outcome) => return Ok(outcome),
             Next::ReplaceRejected { previous_fingerprint } => {
-                let query = bind_inbox_row!(sqlx::query_as::<_, Claimed>(REPLACE_REJECTED), delivery);
+                let query = bind_inbox_row!(presized(REPLACE_REJECTED, std::slice::from_ref(job)), delivery);
                 let replaced = bind_effects(query, std::slice::from_ref(job))
                     .bind(previous_fingerprint)
                     .fetch_optional(pool)
@@ -282,6 +291,18 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
 
 type ClaimQuery<'q> = QueryAs<'q, sqlx::Postgres, Claimed, PgArguments>;
 
+/// `sql` with its parameters' buffer sized once for what `jobs` write: grown by doubling instead, a
+/// large interchange's parameters would hold up to twice their size.
+fn presized<'q>(sql: &'static str, jobs: &[Job]) -> ClaimQuery<'q> {
+    let mut arguments = PgArguments::default();
+    sqlx::Arguments::reserve(
+        &mut arguments,
+        CLAIM_BINDS,
+        jobs.iter().map(|job| job.delivery.written_bytes()).sum(),
+    );
+    sqlx::query_as_with(sql, arguments)
+}
+
 /// A table's rows as one array per column, bound in the order the fields are declared (which is
 /// the order of the statement's `$n`); `COUNT` is how many binds that is.
 macro_rules! columns {
@@ -293,7 +314,6 @@ macro_rules! columns {
         }
 
         impl $name {
-            #[cfg(test)]
             const COUNT: usize = [$(stringify!($field)),+].len();
 
             fn bind(self, query: ClaimQuery<'_>) -> ClaimQuery<'_> {
@@ -359,6 +379,18 @@ columns! {
         created_at: DateTime<Utc>,
     }
 }
+
+/// The parameters of [`CLAIM`]: the inbox rows, then the effects' columns with the acknowledgement
+/// placeholder after theirs and the accounting destination before the outbox's.
+const CLAIM_BINDS: usize = InboxColumns::COUNT
+    + DocumentColumns::COUNT
+    + InvoiceColumns::COUNT
+    + LineColumns::COUNT
+    + AckColumns::COUNT
+    + 1
+    + AuditColumns::COUNT
+    + 1
+    + OutboxColumns::COUNT;
 
 /// Binds `$1`–`$15`, the inbox rows of the batch, then its effects.
 fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
@@ -482,19 +514,10 @@ mod tests {
 
     #[test]
     fn every_parameter_of_the_claim_is_bound_once() {
-        // inbox, documents, invoices, lines, acks + placeholder, audit, destination + outbox
-        let effects = DocumentColumns::COUNT
-            + InvoiceColumns::COUNT
-            + LineColumns::COUNT
-            + AckColumns::COUNT
-            + 1
-            + AuditColumns::COUNT
-            + 1
-            + OutboxColumns::COUNT;
-        assert_eq!(highest_parameter(CLAIM), InboxColumns::COUNT + effects);
+        assert_eq!(highest_parameter(CLAIM), CLAIM_BINDS);
         // REPLACE_REJECTED binds one inbox row ($1–$15), the effects and the previous fingerprint.
-        assert_eq!(highest_parameter(REPLACE_REJECTED), InboxColumns::COUNT + effects + 1);
-        let mut query = bind_batch(sqlx::query_as(CLAIM), &[]);
+        assert_eq!(highest_parameter(REPLACE_REJECTED), CLAIM_BINDS + 1);
+        let mut query = bind_batch(presized(CLAIM, &[]), &[]);
         let arguments = sqlx::Execute::take_arguments(&mut query).expect("bound").expect("arguments");
         assert_eq!(sqlx::Arguments::len(&arguments), highest_parameter(CLAIM));
     }

@@ -113,7 +113,7 @@ pub fn server_config() -> ServerConfig {
         max_in_flight: 256,
         max_unproven_in_flight: 16,
         refusals_per_minute: 60,
-        buffer_bytes: 256 * 1024 * 1024,
+        buffer_bytes: 512 * 1024 * 1024,
         idle_timeout: 60,
         max_connections: 4096,
         max_segments: 1_000_000,

@@ -183,6 +183,11 @@ mod tests {
             (Err(ingest::Error::Malformed(edi)), Settlement::DeadLetter),
             (Err(ingest::Error::Forbidden("suspended".into())), Settlement::DeadLetter),
             (Err(ingest::Error::TooLarge(10)), Settlement::DeadLetter),
+            (
+                Err(ingest::Error::TooLargeToRecord { documents: 9, needed: 20, budget: 10 }),
+                Settlement::DeadLetter,
+            ),
+            (Err(ingest::Error::Busy), Settlement::Retry),
             (Err(ingest::Error::Store(unavailable())), Settlement::Retry),
             (Err(ingest::Error::Store(StoreError::Corrupt("x".into()))), Settlement::Retry),
             (Err(ingest::Error::Internal), Settlement::Retry),

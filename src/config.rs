@@ -180,6 +180,19 @@ pub struct ServerConfig {
     /// `AS2-To` must be one of them (403 otherwise). None by default: `AS2-To` is only recorded.
     #[arg(long, env = "EDI_INBOX_AS2_RECEIVER_IDS", value_delimiter = ',', global = true)]
     pub as2_receiver_ids: Vec<String>,
+    /// The audience of Pub/Sub push tokens (the push subscription's `audience`, by default its push
+    /// endpoint URL): when set, a delivery with a Google-signed OIDC token for it, issued to a
+    /// partner's Pub/Sub service account, is that partner's. Unset: tokens are not accepted.
+    #[arg(long, env = "EDI_INBOX_PUBSUB_AUDIENCE", global = true)]
+    pub pubsub_audience: Option<String>,
+    /// Where Google's token-signing keys (a JWKS) are read from: a URL, or a file.
+    #[arg(
+        long,
+        env = "EDI_INBOX_PUBSUB_JWKS",
+        default_value = "https://www.googleapis.com/oauth2/v3/certs",
+        global = true
+    )]
+    pub pubsub_jwks: String,
     /// Requests per minute a partner may make, unless its own limit says otherwise.
     #[arg(long, env = "EDI_INBOX_RATE_LIMIT", default_value_t = 600, global = true)]
     pub rate_limit: u32,

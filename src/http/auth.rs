@@ -1,7 +1,8 @@
 //! Who is calling. With partner authentication every delivery proves its partner before its body is
-//! parsed or the inbox is consulted (no oracle for strangers): an API key (`Authorization: Bearer`)
-//! or a Standard Webhooks signature (`webhook-id`, `webhook-timestamp`, `webhook-signature`, with the
-//! partner named by the `partner` query parameter). The interchange's sender must then be one of the
+//! parsed or the inbox is consulted (no oracle for strangers): an API key (`Authorization: Bearer`),
+//! a Google-signed Pub/Sub push token (`Authorization: Bearer`, a JWT, when `--pubsub-audience` is
+//! set) or a Standard Webhooks signature (`webhook-id`, `webhook-timestamp`, `webhook-signature`,
+//! with the partner named by the `partner` query parameter). The interchange's sender must then be one of the
 //! partner's identities. Operators use the admin token for `/v1/admin/…` and, with partner
 //! authentication, for the read endpoints.
 
@@ -17,6 +18,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 use super::ApiContext;
+use super::google_keys::GoogleKeys;
 use super::problem::ApiError;
 use crate::inbox::Logged;
 use crate::ingest;
@@ -79,6 +81,11 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
         Some(key) => Some((None, key.to_owned())),
         None => basic_credentials(parts).map(|(user, key)| (Some(user), key)),
     };
+    if let (Some((None, token)), Some(keys)) = (&credentials, &ctx.google_keys)
+        && token.matches('.').count() == 2
+    {
+        return pubsub_partner(ctx, keys, token).await;
+    }
     if let Some((user, key)) = credentials {
         let directory = ctx.store.directory().await?;
         let partner = directory
@@ -97,6 +104,22 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     let id = partner_parameter(parts)
         .ok_or_else(|| unauthorized("a signed request names its partner in the `partner` query parameter"))?;
     Ok(Caller::Signed { id: id.to_owned(), signatures, directory: ctx.store.directory().await? })
+}
+
+/// The partner a Pub/Sub push token proves: one RSA verification against Google's keys, then the
+/// partner whose subscription signs as the token's service account.
+async fn pubsub_partner(ctx: &ApiContext, keys: &GoogleKeys, token: &str) -> Result<Caller, ApiError> {
+    let account = keys.verify(token).await.map_err(|error| {
+        ingest::security_event("bad-token");
+        tracing::warn!(target: "edi_inbox::security", error = %Logged(&error.to_string()), "Pub/Sub token refused");
+        unauthorized(&error.to_string())
+    })?;
+    let directory = ctx.store.directory().await?;
+    let partner = directory.by_pubsub_account(&account).ok_or_else(|| {
+        tracing::warn!(target: "edi_inbox::security", account = %Logged(&account), "Pub/Sub token of no partner");
+        unauthorized("the token's service account is no partner's")
+    })?;
+    Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?)
 }
 
 fn unauthorized(detail: &str) -> ApiError {

@@ -6,6 +6,7 @@ mod auth;
 mod connection;
 pub mod doors;
 mod extract;
+mod google_keys;
 mod health;
 pub mod interchanges;
 mod invoices;
@@ -63,6 +64,8 @@ pub struct ApiContext {
     pub ingest: Ingest,
     /// Origins the CloudEvents webhook validation handshake allows.
     pub webhook_allowed_origins: Arc<[String]>,
+    /// Verifies Pub/Sub push tokens, when an audience is configured.
+    pub google_keys: Option<Arc<google_keys::GoogleKeys>>,
 }
 
 impl ApiContext {
@@ -87,6 +90,11 @@ impl ApiContext {
                 .iter()
                 .map(|o| o.trim().to_owned())
                 .collect(),
+            google_keys: server
+                .pubsub_audience
+                .clone()
+                .filter(|audience| !audience.is_empty())
+                .map(|audience| Arc::new(google_keys::GoogleKeys::new(audience, &server.pubsub_jwks))),
         }
     }
 }

@@ -55,6 +55,19 @@ impl utoipa::Modify for Security {
             ),
         );
         components.add_security_scheme(
+            "pubsub_oidc",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A Google-signed OIDC token of a Pub/Sub push subscription, for the configured \
+                         `--pubsub-audience`, issued to a partner's `--pubsub-account`",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
             "standard_webhooks",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "webhook-signature",

@@ -31,6 +31,7 @@ pub struct Directory {
     by_api_key: HashMap<String, Arc<Partner>>,
     signers: HashMap<String, Signer>,
     by_sender: HashMap<String, Arc<Partner>>,
+    by_pubsub_account: HashMap<String, Arc<Partner>>,
 }
 
 impl Directory {
@@ -41,6 +42,9 @@ impl Directory {
         for partner in partners.values() {
             for sender in &partner.senders {
                 directory.by_sender.insert(sender.clone(), Arc::clone(partner));
+            }
+            for account in &partner.pubsub_accounts {
+                directory.by_pubsub_account.insert(account.clone(), Arc::clone(partner));
             }
         }
         for credential in credentials {
@@ -72,6 +76,11 @@ impl Directory {
     /// The partner that sends as `identity` (`{standard}:{qualifier}:{id}`).
     pub fn by_sender(&self, identity: &str) -> Option<&Arc<Partner>> {
         self.by_sender.get(identity)
+    }
+
+    /// The partner whose Pub/Sub push subscriptions sign their tokens as service `account`.
+    pub fn by_pubsub_account(&self, account: &str) -> Option<&Arc<Partner>> {
+        self.by_pubsub_account.get(account)
     }
 
     /// The partner `id` and its signing keys, if it has any.

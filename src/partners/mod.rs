@@ -3,6 +3,7 @@
 //! runs the registry operations over the store.
 
 pub mod directory;
+pub mod oidc;
 pub mod webhooks;
 
 text_enum! {
@@ -89,6 +90,9 @@ pub struct Partner {
     pub response: ResponseForm,
     /// The AS2 names (`AS2-From`) its gateway sends as; an AS2 delivery naming another gets 403.
     pub as2_ids: Vec<String>,
+    /// The service accounts of its Pub/Sub push subscriptions: a Google-signed OIDC token for one
+    /// of them proves this partner.
+    pub pubsub_accounts: Vec<String>,
     /// Document types whose interchanges bypass the inbox (naturally idempotent flows).
     pub bypass_documents: Vec<String>,
     pub created_at: DateTime<Utc>,
@@ -159,6 +163,12 @@ pub struct NewPartner {
     #[arg(long = "as2-id")]
     #[schema(example = json!(["ACME-AS2"]))]
     pub as2_ids: Vec<String>,
+    /// The service account (`email` of its OIDC token) of a Pub/Sub push subscription that delivers
+    /// this partner's interchanges (repeatable): the token is then the partner's proof.
+    #[serde(default)]
+    #[arg(long = "pubsub-account")]
+    #[schema(example = json!(["edi-push@acme-project.iam.gserviceaccount.com"]))]
+    pub pubsub_accounts: Vec<String>,
     /// A document type whose interchanges are naturally idempotent and bypass the inbox, e.g. `997`
     /// or `APERAK` (repeatable; none by default; never `810` or `INVOIC`).
     #[serde(default)]
@@ -200,6 +210,9 @@ impl NewPartner {
         if let Some(id) = self.as2_ids.iter().find(|id| !as2_name_ok(id)) {
             return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
         }
+        if let Some(account) = self.pubsub_accounts.iter().find(|account| !service_account_ok(account)) {
+            return Err(format!("Pub/Sub service account {account:?} must be an e-mail address"));
+        }
         // Invoices book an effect: never naturally idempotent, so they never bypass the inbox.
         if let Some(kind) =
             self.bypass_documents.iter().find(|kind| crate::edi::INVOICE_DOCUMENTS.contains(&kind.as_str()))
@@ -217,6 +230,13 @@ impl NewPartner {
         }
         Ok(())
     }
+}
+
+/// A service account is an e-mail address: `name@domain`, printable ASCII, at most 254 bytes.
+fn service_account_ok(account: &str) -> bool {
+    account.len() <= 254
+        && account.split_once('@').is_some_and(|(name, domain)| !name.is_empty() && domain.contains('.'))
+        && account.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// RFC 4130 AS2 names: 1-128 printable ASCII characters (quoted names are sent unquoted here).
@@ -291,9 +311,15 @@ mod tests {
             conflict_policy: reject(),
             response: full(),
             as2_ids: vec!["ACME AS2".into()],
+            pubsub_accounts: vec!["push@acme.iam.gserviceaccount.com".into()],
             bypass_documents: vec!["997".into()],
         };
         assert_eq!(partner.validate(), Ok(()));
+        for account in ["push", "push@localhost", "@acme.com", "push me@acme.com"] {
+            partner.pubsub_accounts.push(account.into());
+            assert!(partner.validate().unwrap_err().contains("e-mail"), "{account}");
+            partner.pubsub_accounts.pop();
+        }
         partner.bypass_documents.push("810".into());
         assert!(partner.validate().unwrap_err().contains("books invoices"));
         partner.bypass_documents.pop();

@@ -142,7 +142,8 @@ impl Store {
             }
             let identities = partner.senders.iter().map(|i| ("sender", i))
                 .chain(partner.receivers.iter().map(|i| ("receiver", i)))
-                .chain(partner.as2_ids.iter().map(|i| ("as2", i)));
+                .chain(partner.as2_ids.iter().map(|i| ("as2", i)))
+                .chain(partner.pubsub_accounts.iter().map(|i| ("pubsub", i)));
             for (role, identity) in identities {
                 let added = sqlx::query(
                     "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
@@ -280,6 +281,7 @@ impl Store {
                     conflict_policy: row.conflict_policy,
                     response: row.response,
                     as2_ids: Vec::new(),
+                    pubsub_accounts: Vec::new(),
                     bypass_documents: serde_json::from_str(&row.bypass_documents)
                         .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
                     created_at: row.created_at,
@@ -294,6 +296,7 @@ impl Store {
             match row.role.as_str() {
                 "sender" => partners[n].senders.push(row.identity),
                 "as2" => partners[n].as2_ids.push(row.identity),
+                "pubsub" => partners[n].pubsub_accounts.push(row.identity),
                 _ => partners[n].receivers.push(row.identity),
             }
         }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the official clients (pinned: Standard Webhooks and the CloudEvents SDK) into a
+# Installs the official clients (pinned: Standard Webhooks, the CloudEvents SDK, google-auth) into a
 # virtualenv and runs their checks against the built binary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,3 +9,4 @@ venv=target/clients-venv
 cargo build --quiet --bin edi-inbox
 "$venv/bin/python" tests/clients/standard_webhooks_client.py
 "$venv/bin/python" tests/clients/cloudevents_client.py
+"$venv/bin/python" tests/clients/pubsub_push_client.py

@@ -109,6 +109,8 @@ pub fn server_config() -> ServerConfig {
         admin_token: None,
         webhook_allowed_origins: Vec::new(),
         as2_receiver_ids: Vec::new(),
+        pubsub_audience: None,
+        pubsub_jwks: "https://www.googleapis.com/oauth2/v3/certs".into(),
         rate_limit: 600,
         max_in_flight: 256,
         max_unproven_in_flight: 16,

@@ -193,6 +193,16 @@ pub struct ServerConfig {
         global = true
     )]
     pub pubsub_jwks: String,
+    /// Where SNS signing certificates are trusted from, comma-separated URL prefixes in which `*`
+    /// stands for one DNS label: a message signed with a certificate elsewhere proves nothing.
+    #[arg(
+        long,
+        env = "EDI_INBOX_SNS_CERT_URLS",
+        value_delimiter = ',',
+        global = true,
+        default_value = "https://sns.*.amazonaws.com/,https://sns.*.amazonaws.com.cn/"
+    )]
+    pub sns_cert_urls: Vec<String>,
     /// Requests per minute a partner may make, unless its own limit says otherwise.
     #[arg(long, env = "EDI_INBOX_RATE_LIMIT", default_value_t = 600, global = true)]
     pub rate_limit: u32,

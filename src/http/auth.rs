@@ -24,6 +24,7 @@ use crate::inbox::Logged;
 use crate::ingest;
 use crate::partners::Partner;
 use crate::partners::directory::Directory;
+use crate::partners::sns::SnsMessage;
 use crate::partners::webhooks::{self, SignatureError, Signatures, SignedRequest};
 
 /// The caller of a delivery, as far as its headers tell.
@@ -34,6 +35,8 @@ pub enum Caller {
     Partner(Arc<Partner>),
     /// Claims to be partner `id` by a signature that is checked once the body is read.
     Signed { id: String, signatures: Signatures, directory: Arc<Directory> },
+    /// An SNS message, whose signature (in the body) names the partner by its topic once read.
+    SnsSigned(Arc<Directory>),
 }
 
 impl Caller {
@@ -41,8 +44,13 @@ impl Caller {
     pub fn partner(&self) -> Option<&Arc<Partner>> {
         match self {
             Caller::Partner(partner) => Some(partner),
-            Caller::Open | Caller::Signed { .. } => None,
+            Caller::Open | Caller::Signed { .. } | Caller::SnsSigned(_) => None,
         }
+    }
+
+    /// Whether it claims a partner that only its body can prove.
+    pub fn unproven(&self) -> bool {
+        matches!(self, Caller::Signed { .. } | Caller::SnsSigned(_))
     }
 }
 
@@ -94,9 +102,12 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
             .ok_or_else(|| unauthorized("the API key is not valid"))?;
         return Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?);
     }
+    if parts.headers.contains_key("x-amz-sns-message-type") {
+        return Ok(Caller::SnsSigned(ctx.store.directory().await?));
+    }
     let Some(signatures) = header(parts, "webhook-signature") else {
         return Err(unauthorized(
-            "authenticate with `Authorization: Bearer <API key>` (or Basic, the key as password) or a Standard Webhooks signature",
+            "authenticate with `Authorization: Bearer <API key>` (or Basic, the key as password), a Pub/Sub push token, an SNS signature or a Standard Webhooks signature",
         ));
     };
     let signatures =
@@ -136,6 +147,33 @@ fn decoy_key() -> &'static [Vec<u8>] {
         let _ = getrandom::fill(&mut key);
         vec![key]
     })
+}
+
+/// Checks an SNS message's signature, now that the body is read: the certificate URL must be a
+/// trusted one (its certificate fetched once), the signature verify, and the topic be a partner's.
+pub async fn verify_sns(ctx: &ApiContext, caller: Caller, body: &[u8]) -> Result<Caller, ApiError> {
+    let Caller::SnsSigned(directory) = caller else {
+        return Ok(caller);
+    };
+    let refused = |error: String| {
+        ingest::security_event("bad-signature");
+        tracing::warn!(target: "edi_inbox::security", error = %Logged(&error), "SNS signature refused");
+        unauthorized(&error)
+    };
+    let message: SnsMessage = serde_json::from_slice(body)
+        .map_err(|_| ApiError::InvalidTransport("not a valid SNS message".into()))?;
+    let certificates = &ctx.sns_certificates;
+    let url = message.certificate_url(&certificates.trusted).map_err(|error| refused(error.to_string()))?;
+    let certificate = certificates
+        .get(url)
+        .await
+        .map_err(|error| refused(format!("the SNS signing certificate: {error}")))?;
+    message.verify(&certificate).map_err(|error| refused(error.to_string()))?;
+    let partner = directory.by_sns_topic(&message.topic_arn).ok_or_else(|| {
+        tracing::warn!(target: "edi_inbox::security", topic_arn = %Logged(&message.topic_arn), "SNS topic of no partner");
+        unauthorized("the SNS topic is no partner's")
+    })?;
+    Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?)
 }
 
 /// Checks a signed request's signature, now that the body is read: at most one MAC per secret.

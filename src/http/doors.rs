@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use super::ApiContext;
 use super::problem::{ApiError, Problem};
 use crate::inbox::transport::{Door, SnsControl, SnsType, Transport};
+use crate::partners::sns::SnsMessage;
 
 /// Media types an interchange may be posted as; parameters such as `charset` are ignored.
 pub const EDI_MEDIA_TYPES: [&str; 5] = [
@@ -339,26 +340,6 @@ fn attributes(raw: &RawValue) -> Option<Value> {
     }
 }
 
-/// An SNS HTTP(S) message (the JSON body SNS posts, whatever its `Content-Type`).
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct SnsMessage {
-    #[serde(rename = "Type")]
-    kind: String,
-    message_id: String,
-    topic_arn: String,
-    message: Option<String>,
-    subject: Option<String>,
-    timestamp: Option<String>,
-    signature_version: Option<String>,
-    signature: Option<String>,
-    #[serde(rename = "SigningCertURL")]
-    signing_cert_url: Option<String>,
-    token: Option<String>,
-    #[serde(rename = "SubscribeURL")]
-    subscribe_url: Option<String>,
-}
-
 /// The longest value of each SNS field kept or recorded (AWS's own are far shorter: a token is 256
 /// characters, an ARN at most 256, a subject 100); a longer one is refused, never stored.
 const SNS_FIELD_BOUNDS: [(&str, usize); 10] = [
@@ -374,30 +355,28 @@ const SNS_FIELD_BOUNDS: [(&str, usize); 10] = [
     ("SigningCertURL", 2048),
 ];
 
-impl SnsMessage {
-    /// Every field within [`SNS_FIELD_BOUNDS`] (a notification's `Message`, the interchange, is
-    /// bounded by the body limit instead).
-    fn check_bounds(&self, kind: SnsType) -> Result<(), ApiError> {
-        let len = |field: &Option<String>| field.as_deref().map_or(0, str::len);
-        let message = if kind == SnsType::Notification { 0 } else { len(&self.message) };
-        let lengths = [
-            self.message_id.len(),
-            self.topic_arn.len(),
-            len(&self.token),
-            len(&self.subscribe_url),
-            message,
-            len(&self.subject),
-            len(&self.timestamp),
-            len(&self.signature_version),
-            len(&self.signature),
-            len(&self.signing_cert_url),
-        ];
-        match SNS_FIELD_BOUNDS.iter().zip(lengths).find(|((_, max), length)| length > max) {
-            Some(((name, max), length)) => {
-                Err(invalid(format!("the SNS {name} has {length} bytes; at most {max} are accepted")))
-            }
-            None => Ok(()),
+/// Every field within [`SNS_FIELD_BOUNDS`] (a notification's `Message`, the interchange, is
+/// bounded by the body limit instead).
+fn check_bounds(sns: &SnsMessage, kind: SnsType) -> Result<(), ApiError> {
+    let len = |field: &Option<String>| field.as_deref().map_or(0, str::len);
+    let message = if kind == SnsType::Notification { 0 } else { len(&sns.message) };
+    let lengths = [
+        sns.message_id.len(),
+        sns.topic_arn.len(),
+        len(&sns.token),
+        len(&sns.subscribe_url),
+        message,
+        len(&sns.subject),
+        len(&sns.timestamp),
+        len(&sns.signature_version),
+        len(&sns.signature),
+        len(&sns.signing_cert_url),
+    ];
+    match SNS_FIELD_BOUNDS.iter().zip(lengths).find(|((_, max), length)| length > max) {
+        Some(((name, max), length)) => {
+            Err(invalid(format!("the SNS {name} has {length} bytes; at most {max} are accepted")))
         }
+        None => Ok(()),
     }
 }
 
@@ -413,7 +392,7 @@ fn sns(kind: SnsType, body: &[u8]) -> Result<Arrival, ApiError> {
     if message.message_id.is_empty() || message.topic_arn.is_empty() {
         return Err(invalid("an SNS message needs MessageId and TopicArn"));
     }
-    message.check_bounds(kind)?;
+    check_bounds(&message, kind)?;
     if kind != SnsType::Notification {
         let (Some(token), Some(subscribe_url)) = (message.token, message.subscribe_url) else {
             return Err(invalid(format!("an SNS {} needs Token and SubscribeURL", kind.as_str())));

@@ -70,7 +70,7 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
         ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
         ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (each invoice's id, number, total and link, no lines), marked `Preference-Applied: return=minimal`"),
     ),
-    security(("api_key" = []), ("pubsub_oidc" = []), ("standard_webhooks" = [])),
+    security(("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("standard_webhooks" = [])),
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
@@ -212,7 +212,7 @@ async fn admit(
             charge(ctx, partner, facts)?;
             check_as2(ctx, partner, &facts.transport)?;
         }
-        auth::Caller::Signed { .. } => {
+        auth::Caller::Signed { .. } | auth::Caller::SnsSigned(_) => {
             if let Some(remote) = remote {
                 ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
             }
@@ -278,8 +278,9 @@ async fn deliver(
     };
     let body = read_body(body, ctx.body_limit).await?;
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
-    let signed = matches!(admitted.caller, auth::Caller::Signed { .. });
+    let signed = admitted.caller.unproven();
     let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
+    let caller = auth::verify_sns(ctx, caller, &body).await?;
     let partner = caller.partner().cloned();
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, facts)?;

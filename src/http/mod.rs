@@ -17,6 +17,7 @@ mod outbox;
 pub mod problem;
 pub mod quarantine;
 mod representation;
+mod sns_certificates;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -66,6 +67,8 @@ pub struct ApiContext {
     pub webhook_allowed_origins: Arc<[String]>,
     /// Verifies Pub/Sub push tokens, when an audience is configured.
     pub google_keys: Option<Arc<google_keys::GoogleKeys>>,
+    /// The certificates SNS messages are verified with.
+    pub sns_certificates: Arc<sns_certificates::SnsCertificates>,
 }
 
 impl ApiContext {
@@ -95,6 +98,14 @@ impl ApiContext {
                 .clone()
                 .filter(|audience| !audience.is_empty())
                 .map(|audience| Arc::new(google_keys::GoogleKeys::new(audience, &server.pubsub_jwks))),
+            sns_certificates: Arc::new(sns_certificates::SnsCertificates::new(
+                server
+                    .sns_cert_urls
+                    .iter()
+                    .map(|url| url.trim().to_owned())
+                    .filter(|url| !url.is_empty())
+                    .collect(),
+            )),
         }
     }
 }

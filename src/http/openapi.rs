@@ -68,6 +68,13 @@ impl utoipa::Modify for Security {
             ),
         );
         components.add_security_scheme(
+            "sns_signature",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "x-amz-sns-message-type",
+                "An SNS message signed by SNS (SignatureVersion 1 or 2, in the body) with a certificate from a trusted `SigningCertURL`, of a partner's `--sns-topic`",
+            ))),
+        );
+        components.add_security_scheme(
             "standard_webhooks",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "webhook-signature",

@@ -32,6 +32,7 @@ pub struct Directory {
     signers: HashMap<String, Signer>,
     by_sender: HashMap<String, Arc<Partner>>,
     by_pubsub_account: HashMap<String, Arc<Partner>>,
+    by_sns_topic: HashMap<String, Arc<Partner>>,
 }
 
 impl Directory {
@@ -45,6 +46,9 @@ impl Directory {
             }
             for account in &partner.pubsub_accounts {
                 directory.by_pubsub_account.insert(account.clone(), Arc::clone(partner));
+            }
+            for topic in &partner.sns_topics {
+                directory.by_sns_topic.insert(topic.clone(), Arc::clone(partner));
             }
         }
         for credential in credentials {
@@ -81,6 +85,11 @@ impl Directory {
     /// The partner whose Pub/Sub push subscriptions sign their tokens as service `account`.
     pub fn by_pubsub_account(&self, account: &str) -> Option<&Arc<Partner>> {
         self.by_pubsub_account.get(account)
+    }
+
+    /// The partner whose messages SNS topic `arn` carries.
+    pub fn by_sns_topic(&self, arn: &str) -> Option<&Arc<Partner>> {
+        self.by_sns_topic.get(arn)
     }
 
     /// The partner `id` and its signing keys, if it has any.

@@ -4,6 +4,7 @@
 
 pub mod directory;
 pub mod oidc;
+pub mod sns;
 pub mod webhooks;
 
 text_enum! {
@@ -93,6 +94,8 @@ pub struct Partner {
     /// The service accounts of its Pub/Sub push subscriptions: a Google-signed OIDC token for one
     /// of them proves this partner.
     pub pubsub_accounts: Vec<String>,
+    /// The SNS topics (ARNs) whose signed messages are this partner's.
+    pub sns_topics: Vec<String>,
     /// Document types whose interchanges bypass the inbox (naturally idempotent flows).
     pub bypass_documents: Vec<String>,
     pub created_at: DateTime<Utc>,
@@ -169,6 +172,12 @@ pub struct NewPartner {
     #[arg(long = "pubsub-account")]
     #[schema(example = json!(["edi-push@acme-project.iam.gserviceaccount.com"]))]
     pub pubsub_accounts: Vec<String>,
+    /// The ARN of an SNS topic whose messages, signed by SNS, are this partner's (repeatable): the
+    /// signature is then the partner's proof.
+    #[serde(default)]
+    #[arg(long = "sns-topic")]
+    #[schema(example = json!(["arn:aws:sns:eu-west-1:123456789012:acme-invoices"]))]
+    pub sns_topics: Vec<String>,
     /// A document type whose interchanges are naturally idempotent and bypass the inbox, e.g. `997`
     /// or `APERAK` (repeatable; none by default; never `810` or `INVOIC`).
     #[serde(default)]
@@ -213,6 +222,9 @@ impl NewPartner {
         if let Some(account) = self.pubsub_accounts.iter().find(|account| !service_account_ok(account)) {
             return Err(format!("Pub/Sub service account {account:?} must be an e-mail address"));
         }
+        if let Some(topic) = self.sns_topics.iter().find(|topic| !sns_topic_ok(topic)) {
+            return Err(format!("SNS topic {topic:?} must be a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)"));
+        }
         // Invoices book an effect: never naturally idempotent, so they never bypass the inbox.
         if let Some(kind) =
             self.bypass_documents.iter().find(|kind| crate::edi::INVOICE_DOCUMENTS.contains(&kind.as_str()))
@@ -230,6 +242,17 @@ impl NewPartner {
         }
         Ok(())
     }
+}
+
+/// An SNS topic ARN: `arn:PARTITION:sns:REGION:ACCOUNT:NAME`, printable ASCII, at most 256 bytes.
+fn sns_topic_ok(topic: &str) -> bool {
+    let parts: Vec<&str> = topic.split(':').collect();
+    topic.len() <= 256
+        && parts.len() == 6
+        && parts[0] == "arn"
+        && parts[2] == "sns"
+        && parts.iter().all(|part| !part.is_empty())
+        && topic.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// A service account is an e-mail address: `name@domain`, printable ASCII, at most 254 bytes.
@@ -312,6 +335,7 @@ mod tests {
             response: full(),
             as2_ids: vec!["ACME AS2".into()],
             pubsub_accounts: vec!["push@acme.iam.gserviceaccount.com".into()],
+            sns_topics: vec!["arn:aws:sns:eu-west-1:123456789012:acme".into()],
             bypass_documents: vec!["997".into()],
         };
         assert_eq!(partner.validate(), Ok(()));
@@ -319,6 +343,11 @@ mod tests {
             partner.pubsub_accounts.push(account.into());
             assert!(partner.validate().unwrap_err().contains("e-mail"), "{account}");
             partner.pubsub_accounts.pop();
+        }
+        for topic in ["acme", "arn:aws:sqs:eu-west-1:1:acme", "arn:aws:sns:eu-west-1::acme"] {
+            partner.sns_topics.push(topic.into());
+            assert!(partner.validate().unwrap_err().contains("topic ARN"), "{topic}");
+            partner.sns_topics.pop();
         }
         partner.bypass_documents.push("810".into());
         assert!(partner.validate().unwrap_err().contains("books invoices"));

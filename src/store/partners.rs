@@ -143,7 +143,8 @@ impl Store {
             let identities = partner.senders.iter().map(|i| ("sender", i))
                 .chain(partner.receivers.iter().map(|i| ("receiver", i)))
                 .chain(partner.as2_ids.iter().map(|i| ("as2", i)))
-                .chain(partner.pubsub_accounts.iter().map(|i| ("pubsub", i)));
+                .chain(partner.pubsub_accounts.iter().map(|i| ("pubsub", i)))
+                .chain(partner.sns_topics.iter().map(|i| ("sns", i)));
             for (role, identity) in identities {
                 let added = sqlx::query(
                     "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
@@ -282,6 +283,7 @@ impl Store {
                     response: row.response,
                     as2_ids: Vec::new(),
                     pubsub_accounts: Vec::new(),
+                    sns_topics: Vec::new(),
                     bypass_documents: serde_json::from_str(&row.bypass_documents)
                         .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
                     created_at: row.created_at,
@@ -297,6 +299,7 @@ impl Store {
                 "sender" => partners[n].senders.push(row.identity),
                 "as2" => partners[n].as2_ids.push(row.identity),
                 "pubsub" => partners[n].pubsub_accounts.push(row.identity),
+                "sns" => partners[n].sns_topics.push(row.identity),
                 _ => partners[n].receivers.push(row.identity),
             }
         }

@@ -36,6 +36,13 @@ def post(url, body, headers):
         return error.code, json.loads(error.read())
 
 
+def stored_interchanges(url, admin_token):
+    """The control numbers of the interchanges stored, read with the admin token from `url`."""
+    listing = urllib.request.Request(url, headers={"authorization": f"Bearer {admin_token}"})
+    with urllib.request.urlopen(listing, timeout=30) as response:
+        return [item["control_number"] for item in json.loads(response.read())["items"]]
+
+
 class Checks:
     """Counts checks and prints one line each, then a closing `N passed, N failed` line."""
 

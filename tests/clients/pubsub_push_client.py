@@ -19,7 +19,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 import google.auth.transport.requests
 from cryptography.hazmat.primitives import serialization
@@ -28,7 +27,7 @@ from google.auth import crypt, jwt
 from google.oauth2 import id_token
 from jwt.algorithms import RSAAlgorithm
 
-from harness import SAMPLE, Checks, edi_inbox, listening_address, post
+from harness import SAMPLE, Checks, edi_inbox, listening_address, post, stored_interchanges
 
 AUDIENCE = "https://inbox.example.com/v1/interchanges"
 ACCOUNT = "edi-push@acme-project.iam.gserviceaccount.com"
@@ -154,10 +153,8 @@ def main():
                 keys.handler.served == fetched,
                 (fetched, keys.handler.served),
             )
-            listing = urllib.request.Request(url, headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
-            with urllib.request.urlopen(listing, timeout=30) as response:
-                stored = json.loads(response.read())["items"]
-            check("nothing refused was stored", len(stored) == 1, [i["control_number"] for i in stored])
+            stored = stored_interchanges(url, ADMIN_TOKEN)
+            check("nothing refused was stored", len(stored) == 1, stored)
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the official clients (pinned: Standard Webhooks, the CloudEvents SDK, google-auth) into a
-# virtualenv and runs their checks against the built binary.
+# Installs the official clients (pinned: Standard Webhooks, the CloudEvents SDK and google-auth in a
+# virtualenv; AWS's SNS validator from npm, with Debian's nodejs when missing) and runs their checks
+# against the built binary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=target/clients-venv
@@ -10,3 +11,11 @@ cargo build --quiet --bin edi-inbox
 "$venv/bin/python" tests/clients/standard_webhooks_client.py
 "$venv/bin/python" tests/clients/cloudevents_client.py
 "$venv/bin/python" tests/clients/pubsub_push_client.py
+# AWS's own SNS message validator (npm), the independent check of the messages sns_client.py signs.
+if ! command -v npm >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+[[ -d target/clients-node/node_modules/sns-validator ]] ||
+  npm install --silent --no-audit --no-fund --prefix target/clients-node sns-validator@0.3.5
+"$venv/bin/python" tests/clients/sns_client.py

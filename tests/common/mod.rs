@@ -111,6 +111,7 @@ pub fn server_config() -> ServerConfig {
         as2_receiver_ids: Vec::new(),
         pubsub_audience: None,
         pubsub_jwks: "https://www.googleapis.com/oauth2/v3/certs".into(),
+        sns_cert_urls: vec!["https://sns.*.amazonaws.com/".into(), "https://sns.*.amazonaws.com.cn/".into()],
         rate_limit: 600,
         max_in_flight: 256,
         max_unproven_in_flight: 16,

@@ -126,7 +126,19 @@ fn cases() -> Vec<Case> {
             400,
             "malformed-interchange",
         ),
-        case("byte order mark", [b"\xef\xbb\xbf".as_slice(), &single].concat(), 400, "malformed-interchange"),
+        // A leading byte order mark is skipped (tests/samples.rs); one anywhere else is no EDI.
+        case(
+            "byte order mark after a blank line",
+            [b"\n\xef\xbb\xbf".as_slice(), &single].concat(),
+            400,
+            "malformed-interchange",
+        ),
+        case(
+            "two byte order marks",
+            [b"\xef\xbb\xbf\xef\xbb\xbf".as_slice(), &single].concat(),
+            400,
+            "malformed-interchange",
+        ),
         case("ISA alone", b"ISA".to_vec(), 400, "malformed-interchange"),
         case("truncated ISA", fixture("x12/malformed-truncated-isa.edi"), 400, "malformed-interchange"),
         case(

@@ -200,7 +200,29 @@ async fn other_documents_are_recorded_without_invoices(backend: Backend) {
     h.finish().await;
 }
 
+/// Windows tools start text files with a UTF-8 byte order mark: an interchange behind one (and
+/// leading blank lines) books with a warning, under the fingerprint it has without them, so that the
+/// same interchange sent without the mark is a replay; the same mark before a CloudEvent body's
+/// EDI gets a 400 that says which content type to send.
+async fn a_byte_order_mark_is_ignored_with_a_warning(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let plain = fixture("edifact/invoic-d96a.edi");
+    let marked = [b"\xEF\xBB\xBF\r\n".as_slice(), &plain].concat();
+    let created = h.app.post(marked, "application/edifact").await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let warnings = created.json()["warnings"].clone();
+    assert!(warnings.to_string().contains("byte order mark"), "{warnings}");
+    let again = h.app.post(plain.clone(), "application/edifact").await;
+    assert_eq!(again.status, 200, "the same interchange without the mark is a replay: {}", again.text);
+    let wrong_door = h.app.post(plain, "application/json").await;
+    assert_eq!(wrong_door.status, 400);
+    let detail = wrong_door.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("raw EDIFACT interchange") && detail.contains("application/edifact"), "{detail}");
+    h.finish().await;
+}
+
 both_backends!(
+    a_byte_order_mark_is_ignored_with_a_warning,
     other_documents_are_recorded_without_invoices,
     every_sample_gives_its_expected_outcome,
     replay_is_byte_identical_and_counted,

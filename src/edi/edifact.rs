@@ -76,6 +76,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         segments,
         limits,
         lenient: false,
+        byte_order_mark: false,
     })
 }
 

@@ -169,6 +169,8 @@ pub struct Interchange<'a> {
     limits: Limits,
     /// Relaxed validation: see [`Interchange::lenient`].
     lenient: bool,
+    /// The body started with a UTF-8 byte order mark, which was skipped.
+    byte_order_mark: bool,
 }
 
 /// Bounds applied while parsing, so that no input costs more than its size warrants.
@@ -194,18 +196,49 @@ pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
 
 /// [`read`] with explicit limits.
 pub fn read_with(input: &[u8], limits: Limits) -> Result<Interchange<'_>, EdiError> {
-    let start = input.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(input.len());
-    let body = &input[start..];
+    let byte_order_mark = input.starts_with(BYTE_ORDER_MARK);
+    let start = start_of(input);
+    let read = match standard_at(&input[start..]) {
+        Some(Standard::X12) => x12::read(input, start, limits),
+        Some(Standard::Edifact) => edifact::read(input, start, limits),
+        None => return Err(not_an_interchange(&input[start..])),
+    };
+    read.map(|interchange| Interchange { byte_order_mark, ..interchange })
+}
+
+/// The standard a raw interchange is in, told from its first bytes, or `None` when it starts like
+/// neither.
+pub fn standard_of(input: &[u8]) -> Option<Standard> {
+    standard_at(&input[start_of(input)..])
+}
+
+fn standard_at(body: &[u8]) -> Option<Standard> {
     if body.starts_with(b"ISA") {
-        x12::read(input, start, limits)
+        Some(Standard::X12)
     } else if body.starts_with(b"UNA") || body.starts_with(b"UNB") {
-        edifact::read(input, start, limits)
-    } else if body.is_empty() {
-        Err(EdiError::unlocated("the body is empty; expected an X12 or EDIFACT interchange"))
+        Some(Standard::Edifact)
     } else {
-        Err(EdiError::unlocated(
+        None
+    }
+}
+
+/// The UTF-8 byte order mark Windows tools write at the start of a text file; EDI has no use for it.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// Where the interchange starts: after a byte order mark and leading whitespace.
+fn start_of(input: &[u8]) -> usize {
+    let skipped = if input.starts_with(BYTE_ORDER_MARK) { BYTE_ORDER_MARK.len() } else { 0 };
+    input[skipped..].iter().position(|b| !b.is_ascii_whitespace()).map_or(input.len(), |n| skipped + n)
+}
+
+/// Why `body` (after leading whitespace) is no interchange.
+fn not_an_interchange(body: &[u8]) -> EdiError {
+    if body.is_empty() {
+        EdiError::unlocated("the body is empty; expected an X12 or EDIFACT interchange")
+    } else {
+        EdiError::unlocated(
             "not an EDI interchange: an X12 interchange starts with ISA, an EDIFACT one with UNA or UNB",
-        ))
+        )
     }
 }
 
@@ -265,10 +298,21 @@ impl<'a> Interchange<'a> {
         if !self.lenient {
             self.check_charset()?;
         }
-        match self.envelope.standard {
+        let mut documents = match self.envelope.standard {
             Standard::X12 => x12::documents(self),
             Standard::Edifact => edifact::documents(self),
+        }?;
+        if let (true, Some(first)) = (self.byte_order_mark, documents.first_mut()) {
+            first.warnings.push(Warning {
+                document: first.control_number.clone(),
+                segment_position: None,
+                message:
+                    "the body starts with a UTF-8 byte order mark, which EDI does not use; it was ignored \
+                          (the payload is kept as received)"
+                        .to_owned(),
+            });
         }
+        Ok(documents)
     }
 
     /// SHA-256 (hex) of the canonical interchange: segments re-joined with the terminator and no
@@ -422,13 +466,19 @@ fn expect_count(segment: &Segment<'_>, element: usize, what: &str, actual: usize
 }
 
 /// The first segment found after the interchange trailer, if any: an error, as nothing may follow.
+/// Another interchange there (a "mailbag" from a VAN or a file drop) is named as such, with what to do.
 fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<(), EdiError> {
-    match next {
-        None => Ok(()),
-        Some(extra) => {
-            Err(extra.error(None, format!("data after the {} interchange trailer", trailer.tag_str())))
-        }
-    }
+    let Some(extra) = next else { return Ok(()) };
+    let trailer = trailer.tag_str();
+    let message = if [b"ISA".as_slice(), b"UNA", b"UNB"].iter().any(|tag| extra.bytes.starts_with(tag)) {
+        format!(
+            "another interchange follows the {trailer} trailer: a request carries one interchange; send each \
+             (ISA…IEA or UNB…UNZ) in a request of its own, and each is recorded once under its own key"
+        )
+    } else {
+        format!("data after the {trailer} interchange trailer")
+    };
+    Err(extra.error(None, message))
 }
 
 /// Control numbers already used at one envelope level, to refuse a repeat (unless lenient).

@@ -76,6 +76,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         segments,
         limits,
         lenient: false,
+        byte_order_mark: false,
     })
 }
 
@@ -233,6 +234,28 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
             assert_eq!(err.segment_position, Some(*position), "{to}: {err:?}");
             assert_eq!(err.element.as_deref(), *element, "{to}: {err:?}");
         }
+    }
+
+    #[test]
+    fn a_second_interchange_in_the_body_says_what_to_do() {
+        let mailbag = [ONE_810, b"\r\n", ONE_810].concat();
+        let err = read(&mailbag).unwrap().documents().unwrap_err();
+        assert!(err.message.starts_with("another interchange follows the IEA trailer"), "{err:?}");
+        assert!(err.message.contains("a request of its own"), "{err:?}");
+        let leftover = [ONE_810, b"ST*810*1~".as_slice()].concat();
+        let err = read(&leftover).unwrap().documents().unwrap_err();
+        assert_eq!(err.message, "data after the IEA interchange trailer");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_with_a_warning() {
+        let marked = [b"\xEF\xBB\xBF\n".as_slice(), ONE_810].concat();
+        let (marked, plain) = (read(&marked).unwrap(), read(ONE_810).unwrap());
+        assert_eq!(marked.fingerprint(), plain.fingerprint());
+        let warnings = &marked.documents().unwrap()[0].warnings;
+        assert!(warnings.iter().any(|w| w.message.contains("byte order mark")), "{warnings:?}");
+        assert_eq!(super::super::standard_of(b"\xEF\xBB\xBF  ISA*00"), Some(super::super::Standard::X12));
+        assert!(read(b"\xEF\xBB\xBF").unwrap_err().message.contains("empty"));
     }
 
     #[test]

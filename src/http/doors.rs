@@ -19,6 +19,7 @@ use utoipa::ToSchema;
 
 use super::ApiContext;
 use super::problem::{ApiError, Problem};
+use crate::edi::{self, Standard};
 use crate::inbox::transport::{Door, SnsControl, SnsType, Transport};
 use crate::partners::sns::SnsMessage;
 
@@ -222,7 +223,18 @@ pub fn example_pubsub_push() -> Value {
 }
 
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|error| invalid(format!("not a valid {what}: {error}")))
+    serde_json::from_slice(body).map_err(|error| {
+        let hint = match edi::standard_of(body) {
+            Some(Standard::X12) => {
+                "; the body is a raw X12 interchange: send it with `Content-Type: application/edi-x12`"
+            }
+            Some(Standard::Edifact) => {
+                "; the body is a raw EDIFACT interchange: send it with `Content-Type: application/edifact`"
+            }
+            None => "",
+        };
+        invalid(format!("not a valid {what}: {error}{hint}"))
+    })
 }
 
 fn base64(data: &str, what: &str) -> Result<Bytes, ApiError> {

@@ -157,23 +157,37 @@ impl Reader<'_, '_> {
         Ok(Some(value))
     }
 
+    /// The date in element `n`, written as `format` says (EDIFACT code list 2379: 102 CCYYMMDD, 203
+    /// CCYYMMDDHHMM, 204 CCYYMMDDHHMMSS; X12 dates are 102): every digit it must have, no more.
     fn date(
         &self,
         segment: &Segment<'_>,
         value: Option<String>,
         n: usize,
+        format: &[u8],
     ) -> Result<Option<NaiveDate>, EdiError> {
         let Some(text) = value else { return Ok(None) };
-        text.get(..8).and_then(|day| NaiveDate::parse_from_str(day, "%Y%m%d").ok()).map(Some).ok_or_else(
-            || {
-                segment
-                    .error(
-                        Some(segment.element_name(n)),
-                        format!("{} must be a date CCYYMMDD, found {text:?}", segment.element_name(n)),
-                    )
-                    .with_kind(ErrorKind::InvalidDate)
-            },
-        )
+        let element = segment.element_name(n);
+        let invalid =
+            |message: String| segment.error(Some(element.clone()), message).with_kind(ErrorKind::InvalidDate);
+        let pattern = match format {
+            b"" | b"102" => "CCYYMMDD",
+            b"203" => "CCYYMMDDHHMM",
+            b"204" => "CCYYMMDDHHMMSS",
+            other => {
+                return Err(invalid(format!(
+                    "date format {:?} is not read (102 CCYYMMDD, 203 CCYYMMDDHHMM or 204 CCYYMMDDHHMMSS)",
+                    String::from_utf8_lossy(other)
+                )));
+            }
+        };
+        // Every layout is completed to seconds, so that one parse checks the date and any time.
+        let complete = format!("{text}{}", &"000000"[..14usize.saturating_sub(text.len()).min(6)]);
+        let read = (text.len() == pattern.len() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| chrono::NaiveDateTime::parse_from_str(&complete, "%Y%m%d%H%M%S").ok())
+            .flatten()
+            .map(|at| at.date());
+        read.map(Some).ok_or_else(|| invalid(format!("{element} must be a date {pattern}, found {text:?}")))
     }
 }
 
@@ -200,7 +214,8 @@ pub(super) fn from_810(
         let s = &Fields::new(segment);
         match s.tag() {
             b"BIG" => {
-                issue_date = r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1)?;
+                issue_date =
+                    r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1, b"102")?;
                 number = Some(r.required(s, r.element(s, 2)?, 2, "invoice number")?);
                 purchase_order = r.element(s, 4)?;
             }
@@ -264,6 +279,7 @@ pub(super) fn from_810(
             _ => {}
         }
     }
+    let currency_stated = currency.is_some();
     let invoice = Invoice {
         number: number.ok_or_else(|| missing(st, "the 810 has no BIG segment (invoice number and date)"))?,
         issue_date: issue_date
@@ -286,6 +302,13 @@ pub(super) fn from_810(
     let computed =
         sum(invoice.lines.iter().map(|line| line.amount).chain(adjustments).chain(invoice.tax_total));
     let mut warnings = Vec::new();
+    if !currency_stated {
+        warnings.push(Warning {
+            document: control_number.to_owned(),
+            segment_position: Some(st.position),
+            message: "the 810 names no currency (no CUR segment): its amounts are booked as USD".to_owned(),
+        });
+    }
     if computed != Some(invoice.total) {
         warnings.push(Warning {
             document: control_number.to_owned(),
@@ -300,6 +323,28 @@ pub(super) fn from_810(
     Ok((invoice, warnings))
 }
 
+/// The amounts an INVOIC's total is read from, first found first (code list 5025): 77 invoice
+/// amount, 86 message total, 39 invoice total amount, 9 amount due, 128 total amount, 79 line items
+/// total.
+const TOTAL_QUALIFIERS: [&[u8]; 6] = [b"77", b"86", b"39", b"9", b"128", b"79"];
+
+/// The invoice total among the summary's amounts; when none of [`TOTAL_QUALIFIERS`] is there, the
+/// error names the qualifiers that are.
+fn invoice_total(unh: &Segment<'_>, summary: &[(&[u8], Option<Decimal>)]) -> Result<Decimal, EdiError> {
+    let stated =
+        |qualifier: &&[u8]| summary.iter().find(|(found, _)| found == qualifier).and_then(|(_, a)| *a);
+    if let Some(total) = TOTAL_QUALIFIERS.iter().find_map(stated) {
+        return Ok(total);
+    }
+    let found: Vec<String> =
+        summary.iter().map(|(q, _)| format!("MOA {}", String::from_utf8_lossy(q))).collect();
+    let found = if found.is_empty() { "no MOA".to_owned() } else { found.join(", ") };
+    Err(missing(
+        unh,
+        &format!("the INVOIC has no invoice total (MOA 77, 86, 39, 9, 128 or 79 after UNS); it has {found}"),
+    ))
+}
+
 /// Maps an INVOIC message (UNH..UNT inclusive).
 pub(super) fn from_invoic(
     ic: &Interchange<'_>,
@@ -309,20 +354,24 @@ pub(super) fn from_invoic(
     let r = Reader { ic };
     let unh = &message[0];
     let (mut number, mut issue_date, mut purchase_order, mut currency) = (None, None, None, None);
-    let (mut invoice_amount, mut message_total, mut tax_total, mut tax_rate) = (None, None, None, None);
+    let (mut invoice_date, mut invoice_amount, mut tax_total, mut tax_rate) = (None, None, None, None);
+    // Every amount of the summary section (after UNS), by qualifier, for the invoice total.
+    let mut summary_amounts: Vec<(&[u8], Option<Decimal>)> = Vec::new();
     let (mut seller, mut invoicer, mut buyer, mut invoicee) = (None, None, None, None);
     let mut lines: Vec<InvoiceLine> = Vec::new();
     let mut summary = false;
     // The LIN of each line, to locate an error found once the message is read.
     let mut line_segments: Vec<Segment<'_>> = Vec::new();
-    // (amount, segment position) of MOA 79 line items total, 125 taxable amount, 77 invoice amount.
-    let (mut lines_moa, mut taxable_moa, mut invoice_position) = (None, None, None);
+    // (amount, segment position) of MOA 79 line items total and 77 invoice amount; MOA 125 taxable amount.
+    let (mut lines_moa, mut taxable_moa) = (None, None);
     for segment in &message[1..message.len() - 1] {
         let s = &Fields::new(segment);
         match s.tag() {
             b"BGM" => number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?),
-            b"DTM" if s.component(1, 1) == b"137" => {
-                issue_date = r.date(s, Some(r.required(s, r.component(s, 1, 2)?, 1, "document date")?), 1)?;
+            b"DTM" if matches!(s.component(1, 1), b"137" | b"3") => {
+                let stated = r.required(s, r.component(s, 1, 2)?, 1, "document date")?;
+                let date = r.date(s, Some(stated), 1, s.component(1, 3))?;
+                if s.component(1, 1) == b"137" { issue_date = date } else { invoice_date = date }
             }
             b"RFF" if s.component(1, 1) == b"ON" => purchase_order = r.component(s, 1, 2)?,
             b"CUX" => currency = r.component(s, 1, 2)?,
@@ -374,19 +423,18 @@ pub(super) fn from_invoic(
                 if currency.is_none() {
                     currency = r.component(s, 1, 3)?;
                 }
+                if summary {
+                    summary_amounts.push((s.component(1, 1), amount));
+                }
                 match (summary, s.component(1, 1)) {
                     (false, b"203") => {
                         if let Some(line) = lines.last_mut() {
                             line.amount = amount.unwrap_or_default();
                         }
                     }
-                    (true, b"77") => {
-                        invoice_amount = amount;
-                        invoice_position = Some(s.position);
-                    }
+                    (true, b"77") => invoice_amount = amount.map(|a| (a, s.position)),
                     (true, b"79") => lines_moa = amount.map(|a| (a, s.position)),
                     (true, b"125") => taxable_moa = amount,
-                    (true, b"86") => message_total = amount,
                     (true, b"124") => tax_total = amount,
                     _ => {}
                 }
@@ -405,13 +453,12 @@ pub(super) fn from_invoic(
     }
     let invoice = Invoice {
         number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,
-        issue_date: issue_date
-            .ok_or_else(|| missing(unh, "the INVOIC has no DTM+137 segment (document date)"))?,
+        issue_date: issue_date.or(invoice_date).ok_or_else(|| {
+            missing(unh, "the INVOIC has no DTM+137 (document date) or DTM+3 (invoice date) segment")
+        })?,
         purchase_order,
         currency: currency.ok_or_else(|| missing(unh, "the INVOIC names no currency (CUX or MOA)"))?,
-        total: invoice_amount
-            .or(message_total)
-            .ok_or_else(|| missing(unh, "the INVOIC has no MOA+77 or MOA+86 total"))?,
+        total: invoice_total(unh, &summary_amounts)?,
         tax_total,
         tax_rate,
         seller: seller.or(invoicer),
@@ -431,15 +478,15 @@ pub(super) fn from_invoic(
             format!("MOA 79 line total {stated} differs from the sum of the lines ({})", shown(lines_total));
         warn(Some(position), message);
     }
-    if let (Some(taxable), Some(tax)) = (taxable_moa, invoice.tax_total)
-        && taxable.checked_add(tax) != Some(invoice.total)
+    if let (Some((stated, position)), Some(taxable), Some(tax)) =
+        (invoice_amount, taxable_moa, invoice.tax_total)
+        && taxable.checked_add(tax) != Some(stated)
     {
         let message = format!(
-            "MOA 77 total {} differs from MOA 125 plus MOA 124 ({})",
-            invoice.total,
+            "MOA 77 total {stated} differs from MOA 125 plus MOA 124 ({})",
             shown(taxable.checked_add(tax))
         );
-        warn(invoice_position, message);
+        warn(Some(position), message);
     }
     Ok((invoice, warnings))
 }
@@ -514,6 +561,10 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
             ("BGM+380+RE-1+9'", "BGM+380++9'", Some(3), Some("BGM02")),
             ("DTM+137:20260317:102'", "DTM+137::102'", Some(4), Some("DTM01")),
             ("DTM+137:20260317:102'", "DTM+137:20261317:102'", Some(4), Some("DTM01")),
+            // Format 102 is CCYYMMDD: twelve digits under it are no date, not a date and a time.
+            ("DTM+137:20260317:102'", "DTM+137:199910060000:102'", Some(4), Some("DTM01")),
+            ("DTM+137:20260317:102'", "DTM+137:202603171099:203'", Some(4), Some("DTM01")),
+            ("DTM+137:20260317:102'", "DTM+137:20260317:718'", Some(4), Some("DTM01")),
             ("MOA+77:11.90'", "MOA+77:11.9O'", Some(13), Some("MOA01")),
             (
                 "QTY+47:2'MOA+203:10.00'",
@@ -530,12 +581,41 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
                 "{to}: {error:?}"
             );
         }
-        for (missing, count) in
-            [("DTM+137:20260317:102'", 12), ("MOA+77:11.90'", 12), ("BGM+380+RE-1+9'", 12)]
-        {
+        for (missing, count) in [
+            ("DTM+137:20260317:102'", 12),
+            ("MOA+79:10.00'MOA+125:10.00'MOA+124:1.90'MOA+77:11.90'", 9),
+            ("BGM+380+RE-1+9'", 12),
+        ] {
             let text = INVOIC.replace(missing, "").replace("UNT+13+1", &format!("UNT+{count}+1"));
             assert_eq!(error_of(&text).segment.as_deref(), Some("UNH"), "without {missing}");
         }
+        let no_total =
+            INVOIC.replace("MOA+79:10.00'", "").replace("MOA+77:11.90'", "").replace("UNT+13+1", "UNT+11+1");
+        let message = error_of(&no_total).message;
+        assert!(
+            message.contains("MOA 77, 86, 39, 9, 128 or 79") && message.ends_with("it has MOA 125, MOA 124"),
+            "{message}"
+        );
+    }
+
+    /// Dates and totals follow the code lists: DTM 137 (document date) or 3 (invoice date) in
+    /// format 102, 203 or 204; the total from MOA 77, 86, 39, 9, 128 or 79, first found first.
+    #[test]
+    fn invoic_dates_and_totals_follow_the_code_lists() {
+        let invoice = |text: &str| {
+            let documents = read(text.as_bytes()).unwrap().documents().unwrap();
+            documents[0].invoice.clone().unwrap()
+        };
+        let dated_3 = INVOIC.replace("DTM+137:20260317:102'", "DTM+3:202603181015:203'");
+        assert_eq!(invoice(&dated_3).issue_date.to_string(), "2026-03-18");
+        let both = INVOIC.replace("DTM+137:20260317:102'", "DTM+3:20260318:102'DTM+137:20260317:102'");
+        assert_eq!(invoice(&both.replace("UNT+13+1", "UNT+14+1")).issue_date.to_string(), "2026-03-17");
+        let seconds = INVOIC.replace("DTM+137:20260317:102'", "DTM+137:20260316235959:204'");
+        assert_eq!(invoice(&seconds).issue_date.to_string(), "2026-03-16");
+        // A library supplier's totals: 9 (amount due), 129, 125 and 124.
+        let due = INVOIC.replace("MOA+79:10.00'", "MOA+9:11.90'").replace("MOA+77:11.90'", "MOA+129:11.90'");
+        assert_eq!(invoice(&due).total.to_string(), "11.90");
+        assert_eq!(invoice(&INVOIC.replace("MOA+77:11.90'", "MOA+39:11.95'")).total.to_string(), "11.95");
     }
 
     #[test]
@@ -545,7 +625,8 @@ CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'
             .replace("IT1*1*2*EA*1.50~", &format!("IT1*1*1*EA*{huge}~IT1*2*1*EA*{huge}~"))
             .replace("SE*5*", "SE*6*");
         let documents = read(text.as_bytes()).unwrap().documents().unwrap();
-        assert!(documents[0].warnings[0].message.contains("beyond the range"), "{:?}", documents[0].warnings);
+        let warnings = &documents[0].warnings;
+        assert!(warnings.iter().any(|w| w.message.contains("beyond the range")), "{warnings:?}");
     }
 
     #[test]

@@ -207,17 +207,32 @@ pub fn unwrap(recognised: Recognised, body: Bytes) -> Result<Arrival, ApiError> 
 }
 
 /// The interchange of the examples: the smallest X12 810.
-pub const EXAMPLE_X12: &str = "ISA*00*          *00*          *ZZ*ACMESUPPLY     *ZZ*BUYERCO        *260317*1015*U*00401*000001144*0*P*>~GS*IN*ACMESUPPLY*BUYERCO*20260317*1015*1144*X*004010~ST*810*0001~BIG*20260317*INV-3001~N1*SE*ACME SUPPLY CO*92*ACME-001~N1*BY*BUYERCO RETAIL*92*BUY-777~IT1*1*1*EA*1000**VP*SKU-X~TDS*100000~CTT*1~SE*8*0001~GE*1*1144~IEA*1*000001144~";
-
-/// A structured CloudEvent carrying [`EXAMPLE_X12`].
-pub fn example_cloud_event() -> Value {
-    serde_json::json!({"specversion": "1.0", "id": "A234-1234-1234", "source": "/partners/acme/as2-gateway",
-        "type": "org.x12.invoice.810", "datacontenttype": "application/edi-x12", "data": EXAMPLE_X12})
+/// An X12 810 with interchange control number `control`: each example in the API document has its
+/// own, so that trying one after another in Swagger UI records each (201) before replaying it (200).
+pub fn example_x12(control: u32) -> String {
+    format!(
+        "ISA*00*          *00*          *ZZ*ACMESUPPLY     *ZZ*BUYERCO        *260317*1015*U*00401*{control:09}*0*P*>~\
+         GS*IN*ACMESUPPLY*BUYERCO*20260317*1015*1144*X*004010~ST*810*0001~BIG*20260317*INV-3001~CUR*SE*USD~\
+         N1*SE*ACME SUPPLY CO*92*ACME-001~N1*BY*BUYERCO RETAIL*92*BUY-777~IT1*1*1*EA*1000**VP*SKU-X~TDS*100000~\
+         CTT*1~SE*9*0001~GE*1*1144~IEA*1*{control:09}~"
+    )
 }
 
-/// A Pub/Sub push request carrying [`EXAMPLE_X12`].
+/// An EDIFACT INVOIC (D.96A) for the API document's `application/edifact` example.
+pub const EXAMPLE_EDIFACT: &str = "UNB+UNOC:3+ACMESUPPLY:ZZ+BUYERCO:ZZ+260317:1015+1148'UNH+1+INVOIC:D:96A:UN'\
+BGM+380+INV-3002+9'DTM+137:20260317:102'CUX+2:EUR:4'NAD+SU+ACME-001::92++ACME SUPPLY CO'\
+NAD+BY+BUY-777::92++BUYERCO RETAIL'LIN+1++SKU-X:SA'QTY+47:1'MOA+203:1000.00'UNS+S'MOA+79:1000.00'\
+MOA+77:1000.00'UNT+13+1'UNZ+1+1148'";
+
+/// A structured CloudEvent carrying an X12 810 of its own.
+pub fn example_cloud_event() -> Value {
+    serde_json::json!({"specversion": "1.0", "id": "A234-1234-1234", "source": "/partners/acme/as2-gateway",
+        "type": "org.x12.invoice.810", "datacontenttype": "application/edi-x12", "data": example_x12(1146)})
+}
+
+/// A Pub/Sub push request carrying an X12 810 of its own.
 pub fn example_pubsub_push() -> Value {
-    serde_json::json!({"message": {"data": STANDARD.encode(EXAMPLE_X12), "attributes": {"partner": "acme"},
+    serde_json::json!({"message": {"data": STANDARD.encode(example_x12(1147)), "attributes": {"partner": "acme"},
         "messageId": "2070443601311540", "publishTime": "2026-12-03T10:00:00.123Z"},
         "subscription": "projects/acme-edi/subscriptions/edi-inbox-push", "deliveryAttempt": 1})
 }
@@ -454,17 +469,19 @@ mod tests {
     }
 
     #[test]
-    fn the_example_interchange_is_a_valid_invoice() {
-        let mut unwrapped = Vec::new();
-        let interchange =
-            crate::edi::parse(EXAMPLE_X12.as_bytes(), &mut unwrapped, crate::edi::Limits::default()).unwrap();
-        let documents = interchange.documents().unwrap();
-        assert!(documents[0].invoice.is_some());
+    fn the_example_interchanges_are_valid_invoices_each_under_its_own_key() {
+        let mut keys = std::collections::HashSet::new();
+        for example in [example_x12(1144), example_x12(1145), EXAMPLE_EDIFACT.to_owned()] {
+            let interchange = crate::edi::read(example.as_bytes()).unwrap();
+            let documents = interchange.documents().unwrap();
+            assert!(documents[0].invoice.is_some() && documents[0].warnings.is_empty(), "{documents:?}");
+            assert!(keys.insert(interchange.envelope.control_number.clone()), "{example}");
+        }
         let pushed = unwrap(
             recognise(&headers(&[("content-type", "application/json")])).unwrap(),
             Bytes::from(example_pubsub_push().to_string()),
         );
-        assert_eq!(&interchange_of(pushed)[..], EXAMPLE_X12.as_bytes());
+        assert_eq!(&interchange_of(pushed)[..], example_x12(1147).as_bytes());
     }
 
     fn interchange_of(arrival: Result<Arrival, ApiError>) -> Bytes {

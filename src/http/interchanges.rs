@@ -60,8 +60,6 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
     path = "/v1/interchanges",
     tag = "interchanges",
     params(
-        ("Accept" = Option<String>, Header,
-            description = "`application/edi-x12` or `application/edifact` to get the acknowledgement as the body"),
         ("partner" = Option<String>, Query, min_length = 1,
             description = "The partner of a Standard Webhooks signed request (`webhook-id`, `webhook-timestamp`, `webhook-signature`)"),
         ("x-amz-sns-message-type" = Option<String>, Header,
@@ -74,11 +72,11 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
-            ("application/edi-x12", example = json!(doors::EXAMPLE_X12)),
-            ("application/edifact"),
-            ("application/edi-consent"),
-            ("text/plain", example = json!(doors::EXAMPLE_X12)),
-            ("application/octet-stream"),
+            (String = "application/edi-x12", example = json!(doors::example_x12(1144))),
+            (String = "application/edifact", example = json!(doors::EXAMPLE_EDIFACT)),
+            (String = "application/edi-consent", example = json!(doors::example_x12(1149))),
+            (String = "text/plain", example = json!(doors::example_x12(1145))),
+            (String = "application/octet-stream", example = json!(doors::example_x12(1150))),
             (doors::CloudEvent = "application/cloudevents+json", example = json!(doors::example_cloud_event())),
             (doors::PushRequest = "application/json", example = json!(doors::example_pubsub_push())),
         )

@@ -50,7 +50,10 @@ impl utoipa::Modify for Security {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("A partner's API key (`eik_…`)"))
+                    .description(Some(
+                        "A partner's API key (`eik_…`), with partner authentication. In open mode (`--auth open`, \
+                         or `auto` on a loopback address without partners) nothing is needed: leave it empty",
+                    ))
                     .build(),
             ),
         );

@@ -181,9 +181,25 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
         .into()
 }
 
-/// The document as pretty JSON with a trailing newline, exactly as committed.
+/// The document as pretty JSON with a trailing newline, exactly as committed. The delivery's raw
+/// X12 request type comes first, as Swagger UI offers the first one (utoipa sorts them, which put
+/// `application/cloudevents+json` there).
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
-    let mut json = doc.to_pretty_json().unwrap_or_default();
+    let mut value = serde_json::to_value(doc).unwrap_or_default();
+    if let Some(content) = value
+        .pointer_mut("/paths/~1v1~1interchanges/post/requestBody/content")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        let mut ordered = serde_json::Map::new();
+        for first in ["application/edi-x12", "application/edifact"] {
+            if let Some(media) = content.shift_remove(first) {
+                ordered.insert(first.to_owned(), media);
+            }
+        }
+        ordered.append(content);
+        *content = ordered;
+    }
+    let mut json = serde_json::to_string_pretty(&value).unwrap_or_default();
     json.push('\n');
     json
 }

@@ -2,7 +2,8 @@
 # Swagger UI in a real browser: headless Chromium (installed from Debian's packages when missing)
 # loads /swagger-ui/ from the built binary with no internet, runs its JavaScript, and the rendered
 # page must list the API's operations — proof that the UI, its assets and /openapi.json are all
-# served by the binary. Prints a closing `N passed, N failed` line.
+# served by the binary; then a delivery of each standard is executed through the UI
+# (swagger_ui_delivery.py). Prints closing `N passed, N failed` lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -41,3 +42,10 @@ check "the admin operations are listed" '/v1/admin/partners'
 check "the problem schema is listed" 'Problem'
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
+
+# A person's delivery through the UI: Playwright (PyPI, in its own virtualenv) drives the same
+# Chromium; `playwright install` is never run, the browser is Debian's.
+venv=target/browser-venv
+[[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q -r tests/browser/requirements.txt
+"$venv/bin/python" tests/browser/swagger_ui_delivery.py "$address"

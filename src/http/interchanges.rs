@@ -68,7 +68,7 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
         ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
         ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (each invoice's id, number, total and link, no lines), marked `Preference-Applied: return=minimal`"),
     ),
-    security(("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("standard_webhooks" = [])),
+    security((), ("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("standard_webhooks" = [])),
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(

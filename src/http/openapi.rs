@@ -181,13 +181,31 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
         .into()
 }
 
-/// The document as pretty JSON with a trailing newline, exactly as committed. The delivery's raw
-/// X12 request type comes first, as Swagger UI offers the first one (utoipa sorts them, which put
-/// `application/cloudevents+json` there).
+/// The document as pretty JSON with a trailing newline, exactly as committed, with what utoipa's
+/// macros cannot say about the delivery:
+/// - its raw X12 request type comes first, as Swagger UI offers the first one (utoipa sorts them,
+///   which put `application/cloudevents+json` there);
+/// - `application/octet-stream` is a binary string, so that generated clients send a file's bytes;
+/// - its 200 is one of the replayed interchange, a bypassed one and a kept SNS message.
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     let mut value = serde_json::to_value(doc).unwrap_or_default();
+    let delivery = "/paths/~1v1~1interchanges/post";
+    if let Some(schema) =
+        value.pointer_mut(&format!("{delivery}/requestBody/content/application~1octet-stream/schema"))
+    {
+        *schema = serde_json::json!({"type": "string", "format": "binary"});
+    }
+    if let Some(schema) =
+        value.pointer_mut(&format!("{delivery}/responses/200/content/application~1json/schema"))
+    {
+        *schema = serde_json::json!({"oneOf": [
+            {"$ref": "#/components/schemas/InterchangeResource"},
+            {"$ref": "#/components/schemas/BypassedResource"},
+            {"$ref": "#/components/schemas/SnsSubscription"},
+        ]});
+    }
     if let Some(content) = value
-        .pointer_mut("/paths/~1v1~1interchanges/post/requestBody/content")
+        .pointer_mut(&format!("{delivery}/requestBody/content"))
         .and_then(serde_json::Value::as_object_mut)
     {
         let mut ordered = serde_json::Map::new();

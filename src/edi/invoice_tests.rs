@@ -1,0 +1,123 @@
+//! Tests of the 810 and INVOIC mapping (`invoice.rs`): required data located, totals and dates read
+//! as the code lists say, disagreements reported as warnings.
+
+use crate::edi::{EdiError, read};
+
+const X12: &str = "ISA*00*          *00*          *ZZ*ACME           *ZZ*BUYER          *260317*1015*U*00401*000000007*0*P*>~\
+GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2*EA*1.50~TDS*300~SE*5*0001~GE*1*7~IEA*1*000000007~";
+
+const INVOIC: &str = "UNB+UNOC:3+S:14+R:14+260317:1015+9'UNH+1+INVOIC:D:96A:UN'BGM+380+RE-1+9'DTM+137:20260317:102'\
+CUX+2:EUR:4'LIN+1++P:EN'QTY+47:2'MOA+203:10.00'UNS+S'MOA+79:10.00'MOA+125:10.00'MOA+124:1.90'MOA+77:11.90'UNT+13+1'UNZ+1+9'";
+
+fn error_of(text: &str) -> EdiError {
+    read(text.as_bytes()).unwrap().documents().unwrap_err()
+}
+
+#[test]
+fn required_810_data_is_located() {
+    let cases = [
+        ("BIG*20260317*INV-7~", "BIG**INV-7~", Some(4), Some("BIG01")),
+        ("BIG*20260317*INV-7~", "BIG*20260317~", Some(4), Some("BIG02")),
+        ("BIG*20260317*INV-7~", "BIG*2026031*INV-7~", Some(4), Some("BIG01")),
+        ("TDS*300~", "TDS*~", Some(6), Some("TDS01")),
+        ("TDS*300~", "TDS*3.00~", Some(6), Some("TDS01")),
+        ("IT1*1*2*EA*1.50~", "IT1*1*2*EA*1,50~", Some(5), Some("IT104")),
+        ("IT1*1*2*EA*1.50~", "IT1*1**EA*1.50~", Some(5), Some("IT102")),
+        ("IT1*1*2*EA*1.50~", "IT1*1*99999999999999999999*EA*99999999999999999999~", Some(5), None),
+    ];
+    for (from, to, position, element) in cases {
+        let error = error_of(&X12.replace(from, to));
+        assert_eq!(
+            (error.segment_position, error.element.as_deref()),
+            (position, element),
+            "{to}: {error:?}"
+        );
+    }
+    // A missing BIG or TDS is reported at the ST of its transaction set.
+    let without_tds = X12.replace("TDS*300~", "").replace("SE*5*", "SE*4*");
+    assert_eq!(error_of(&without_tds).segment.as_deref(), Some("ST"));
+}
+
+#[test]
+fn required_invoic_data_is_located() {
+    let cases = [
+        ("BGM+380+RE-1+9'", "BGM+380++9'", Some(3), Some("BGM02")),
+        ("DTM+137:20260317:102'", "DTM+137::102'", Some(4), Some("DTM01")),
+        ("DTM+137:20260317:102'", "DTM+137:20261317:102'", Some(4), Some("DTM01")),
+        // Format 102 is CCYYMMDD: twelve digits under it are no date, not a date and a time.
+        ("DTM+137:20260317:102'", "DTM+137:199910060000:102'", Some(4), Some("DTM01")),
+        ("DTM+137:20260317:102'", "DTM+137:202603171099:203'", Some(4), Some("DTM01")),
+        ("DTM+137:20260317:102'", "DTM+137:20260317:718'", Some(4), Some("DTM01")),
+        ("MOA+77:11.90'", "MOA+77:11.9O'", Some(13), Some("MOA01")),
+        (
+            "QTY+47:2'MOA+203:10.00'",
+            "QTY+47:99999999999999999999'PRI+AAA:99999999999999999999'",
+            Some(6),
+            None,
+        ),
+    ];
+    for (from, to, position, element) in cases {
+        let error = error_of(&INVOIC.replace(from, to));
+        assert_eq!(
+            (error.segment_position, error.element.as_deref()),
+            (position, element),
+            "{to}: {error:?}"
+        );
+    }
+    for (missing, count) in [
+        ("DTM+137:20260317:102'", 12),
+        ("MOA+79:10.00'MOA+125:10.00'MOA+124:1.90'MOA+77:11.90'", 9),
+        ("BGM+380+RE-1+9'", 12),
+    ] {
+        let text = INVOIC.replace(missing, "").replace("UNT+13+1", &format!("UNT+{count}+1"));
+        assert_eq!(error_of(&text).segment.as_deref(), Some("UNH"), "without {missing}");
+    }
+    let no_total =
+        INVOIC.replace("MOA+79:10.00'", "").replace("MOA+77:11.90'", "").replace("UNT+13+1", "UNT+11+1");
+    let message = error_of(&no_total).message;
+    assert!(
+        message.contains("MOA 77, 86, 39, 9, 128 or 79") && message.ends_with("it has MOA 125, MOA 124"),
+        "{message}"
+    );
+}
+
+/// Dates and totals follow the code lists: DTM 137 (document date) or 3 (invoice date) in
+/// format 102, 203 or 204; the total from MOA 77, 86, 39, 9, 128 or 79, first found first.
+#[test]
+fn invoic_dates_and_totals_follow_the_code_lists() {
+    let invoice = |text: &str| {
+        let documents = read(text.as_bytes()).unwrap().documents().unwrap();
+        documents[0].invoice.clone().unwrap()
+    };
+    let dated_3 = INVOIC.replace("DTM+137:20260317:102'", "DTM+3:202603181015:203'");
+    assert_eq!(invoice(&dated_3).issue_date.to_string(), "2026-03-18");
+    let both = INVOIC.replace("DTM+137:20260317:102'", "DTM+3:20260318:102'DTM+137:20260317:102'");
+    assert_eq!(invoice(&both.replace("UNT+13+1", "UNT+14+1")).issue_date.to_string(), "2026-03-17");
+    let seconds = INVOIC.replace("DTM+137:20260317:102'", "DTM+137:20260316235959:204'");
+    assert_eq!(invoice(&seconds).issue_date.to_string(), "2026-03-16");
+    // A library supplier's totals: 9 (amount due), 129, 125 and 124.
+    let due = INVOIC.replace("MOA+79:10.00'", "MOA+9:11.90'").replace("MOA+77:11.90'", "MOA+129:11.90'");
+    assert_eq!(invoice(&due).total.to_string(), "11.90");
+    assert_eq!(invoice(&INVOIC.replace("MOA+77:11.90'", "MOA+39:11.95'")).total.to_string(), "11.95");
+}
+
+#[test]
+fn totals_beyond_range_are_warnings_not_panics() {
+    let huge = "79228162514264337593543950335";
+    let text = X12
+        .replace("IT1*1*2*EA*1.50~", &format!("IT1*1*1*EA*{huge}~IT1*2*1*EA*{huge}~"))
+        .replace("SE*5*", "SE*6*");
+    let documents = read(text.as_bytes()).unwrap().documents().unwrap();
+    let warnings = &documents[0].warnings;
+    assert!(warnings.iter().any(|w| w.message.contains("beyond the range")), "{warnings:?}");
+}
+
+#[test]
+fn invoic_totals_are_cross_checked_as_warnings() {
+    let documents = read(INVOIC.as_bytes()).unwrap().documents().unwrap();
+    assert!(documents[0].warnings.is_empty(), "{:?}", documents[0].warnings);
+    let off = INVOIC.replace("MOA+79:10.00'", "MOA+79:12.00'").replace("MOA+77:11.90'", "MOA+77:12.90'");
+    let warnings = &read(off.as_bytes()).unwrap().documents().unwrap()[0].warnings;
+    let positions: Vec<_> = warnings.iter().map(|w| w.segment_position).collect();
+    assert_eq!(positions, [Some(10), Some(13)], "{warnings:?}");
+}

@@ -51,6 +51,7 @@ const WEBHOOK_ALLOWED_RATE: &str = "webhook-allowed-rate";
     options,
     path = "/v1/interchanges",
     tag = "interchanges",
+    security(()),
     params(
         ("WebHook-Request-Origin" = String, Header, description = "The sender's origin, e.g. `eventgrid.azure.net`"),
         ("WebHook-Request-Rate" = Option<String>, Header, description = "Requests per minute the sender would like"),

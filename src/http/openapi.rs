@@ -6,6 +6,7 @@ use utoipa::OpenApi;
 #[derive(OpenApi)]
 #[openapi(
     modifiers(&Security),
+    servers((url = "/", description = "This service (the document is served by it)")),
     components(schemas(crate::inbox::resource::BypassedResource, crate::inbox::resource::MinimalInterchange)),
     info(
         title = "edi-inbox",

@@ -221,7 +221,45 @@ async fn a_byte_order_mark_is_ignored_with_a_warning(backend: Backend) {
     h.finish().await;
 }
 
+/// Public interchanges of other projects (tests/fixtures/README.md says where from), unchanged: each
+/// gives its expected outcome on a fresh database — the document type booked (and how many
+/// invoices), or the problem, with a word of its detail.
+async fn public_files_give_their_expected_outcome(backend: Backend) {
+    let booked = |kind: &'static str, invoices: usize| (201, kind, invoices);
+    let refused = |status: u16, detail: &'static str| (status, detail, 0);
+    let cases = [
+        ("x12-types-005010_810.edi", booked("810", 1)),
+        ("x12-types-004010_850.edi", booked("850", 0)),
+        ("x12-types-004060_856.edi", booked("856", 0)),
+        ("x12-types-005010_856.edi", booked("856", 0)),
+        ("x12-types-005010_846.edi", booked("846", 0)),
+        ("x12-types-005010_860.edi", booked("860", 0)),
+        ("x12-types-005010_997.edi", booked("997", 0)),
+        ("x12-types-004010_310.edi", refused(422, "SE01 declares 49 segments")),
+        ("x12-types-005010_204.edi", refused(422, "SE01 declares 4 segments")),
+        ("x12-types-005010_940.edi", refused(422, "SE01 declares 3 segments")),
+        ("x12-types-005010_945.edi", refused(422, "SE01 declares 12 segments")),
+        ("edifact-types-d04b_baplie.edi", booked("BAPLIE", 0)),
+        ("edifact-types-d00b_iftsta.edi", refused(422, "UNZ02")),
+        ("edifact-types-d95b_coprar.edi", refused(400, "not an EDI interchange")),
+    ];
+    for (file, (status, expected, invoices)) in cases {
+        let h = Harness::start(backend).await;
+        let reply = h.app.post(fixture(&format!("public/{file}")), "application/octet-stream").await;
+        assert_eq!(reply.status, status, "{file}: {}", reply.text);
+        let body = reply.json();
+        if status == 201 {
+            assert_eq!(body["documents"][0]["type"], expected, "{file}");
+            assert_eq!(body["invoices"].as_array().map(Vec::len), Some(invoices), "{file}");
+        } else {
+            assert!(body["detail"].as_str().unwrap().contains(expected), "{file}: {}", body["detail"]);
+        }
+        h.finish().await;
+    }
+}
+
 both_backends!(
+    public_files_give_their_expected_outcome,
     a_byte_order_mark_is_ignored_with_a_warning,
     other_documents_are_recorded_without_invoices,
     every_sample_gives_its_expected_outcome,

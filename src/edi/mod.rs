@@ -518,9 +518,11 @@ impl<'a> Unique<'a> {
     }
 }
 
-/// An unterminated final segment means the interchange was cut short.
+/// An unterminated final segment means the interchange was cut short — unless segments end with a
+/// line break, where the end of the file ends the last line (editors drop the final newline); a cut
+/// inside the trailer is still caught by its control number.
 fn require_terminated(segment: &Segment<'_>) -> Result<(), EdiError> {
-    if segment.terminated {
+    if segment.terminated || matches!(segment.delimiters.segment, b'\n' | b'\r') {
         Ok(())
     } else {
         Err(segment.error(None, "the interchange ends inside this segment (no segment terminator)"))

@@ -187,7 +187,8 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
 /// - its raw X12 request type comes first, as Swagger UI offers the first one (utoipa sorts them,
 ///   which put `application/cloudevents+json` there);
 /// - `application/octet-stream` is a binary string, so that generated clients send a file's bytes;
-/// - its 200 is one of the replayed interchange, a bypassed one and a kept SNS message.
+/// - its 200 is any of the replayed interchange, a bypassed one and a kept SNS message (`anyOf`:
+///   a replayed interchange also has every field of a bypassed one).
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     let mut value = serde_json::to_value(doc).unwrap_or_default();
     let delivery = "/paths/~1v1~1interchanges/post";
@@ -199,7 +200,7 @@ pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     if let Some(schema) =
         value.pointer_mut(&format!("{delivery}/responses/200/content/application~1json/schema"))
     {
-        *schema = serde_json::json!({"oneOf": [
+        *schema = serde_json::json!({"anyOf": [
             {"$ref": "#/components/schemas/InterchangeResource"},
             {"$ref": "#/components/schemas/BypassedResource"},
             {"$ref": "#/components/schemas/SnsSubscription"},

@@ -49,6 +49,7 @@ pub fn crash_point(name: &str) {
 
 pub mod accounting;
 pub mod app;
+pub mod as2;
 pub mod config;
 pub mod consumer;
 pub mod edi;

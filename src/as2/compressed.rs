@@ -1,0 +1,177 @@
+//! RFC 3274 compressed data: the zlib stream inside a CMS `CompressedData` (read here with a small
+//! BER reader, definite and indefinite lengths, since Debian's OpenSSL is built without zlib), then
+//! inflated with a ceiling, so that a small bomb cannot inflate past the body limit.
+
+use std::io::Read;
+
+use super::Failure;
+
+/// id-ct-compressedData, 1.2.840.113549.1.9.16.1.9.
+const COMPRESSED_DATA: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x10, 0x01, 0x09];
+/// id-alg-zlibCompress, 1.2.840.113549.1.9.16.3.8.
+const ZLIB: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x10, 0x03, 0x08];
+/// Deepest nesting of BER values read.
+const MAX_DEPTH: usize = 16;
+
+const OID: u8 = 0x06;
+const OCTETS: u8 = 0x04;
+const OCTETS_CONSTRUCTED: u8 = 0x24;
+const EXPLICIT_0: u8 = 0xA0;
+
+/// One BER value: its tag and its content (for an indefinite length, without the end marker).
+struct Tlv<'a> {
+    tag: u8,
+    content: &'a [u8],
+}
+
+fn broken() -> Failure {
+    Failure::Malformed("the compressed data is not a valid CMS CompressedData".into())
+}
+
+/// Reads one value off the front of `input`; returns it and what follows.
+fn read(input: &[u8], depth: usize) -> Result<(Tlv<'_>, &[u8]), Failure> {
+    if depth > MAX_DEPTH {
+        return Err(broken());
+    }
+    let (&tag, rest) = input.split_first().ok_or_else(broken)?;
+    if tag & 0x1F == 0x1F {
+        return Err(broken());
+    }
+    let (&first, rest) = rest.split_first().ok_or_else(broken)?;
+    if first == 0x80 {
+        // Indefinite: children until the end-of-contents marker.
+        let mut remaining = rest;
+        loop {
+            if remaining.starts_with(&[0, 0]) {
+                let length = rest.len() - remaining.len();
+                return Ok((Tlv { tag, content: &rest[..length] }, &remaining[2..]));
+            }
+            remaining = read(remaining, depth + 1)?.1;
+        }
+    }
+    let (length, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let count = usize::from(first & 0x7F);
+        if count > 4 || rest.len() < count {
+            return Err(broken());
+        }
+        let length = rest[..count].iter().fold(0usize, |n, &b| (n << 8) | usize::from(b));
+        (length, &rest[count..])
+    };
+    if rest.len() < length {
+        return Err(broken());
+    }
+    Ok((Tlv { tag, content: &rest[..length] }, &rest[length..]))
+}
+
+/// The values inside a constructed value, in order.
+fn children<'a>(mut content: &'a [u8], depth: usize) -> Result<Vec<Tlv<'a>>, Failure> {
+    let mut found = Vec::new();
+    while !content.is_empty() {
+        let (tlv, rest) = read(content, depth + 1)?;
+        found.push(tlv);
+        content = rest;
+    }
+    Ok(found)
+}
+
+/// An OCTET STRING's bytes, primitive or constructed of segments.
+fn octets(tlv: &Tlv<'_>, depth: usize, into: &mut Vec<u8>) -> Result<(), Failure> {
+    match tlv.tag {
+        OCTETS => into.extend_from_slice(tlv.content),
+        OCTETS_CONSTRUCTED => {
+            for child in children(tlv.content, depth)? {
+                octets(&child, depth + 1, into)?;
+            }
+        }
+        _ => return Err(broken()),
+    }
+    Ok(())
+}
+
+/// The compressed content of a DER or BER `ContentInfo` holding `CompressedData`, inflated to at
+/// most `limit` bytes.
+pub fn decompress(der: &[u8], limit: usize) -> Result<Vec<u8>, Failure> {
+    let (info, _) = read(der, 0)?;
+    let info = children(info.content, 0)?;
+    let [content_type, content] = &info[..] else { return Err(broken()) };
+    if content_type.tag != OID || content_type.content != COMPRESSED_DATA || content.tag != EXPLICIT_0 {
+        return Err(broken());
+    }
+    let (compressed, _) = read(content.content, 1)?;
+    let fields = children(compressed.content, 1)?;
+    let [_version, algorithm, encapsulated] = &fields[..] else { return Err(broken()) };
+    let algorithm = children(algorithm.content, 2)?;
+    if algorithm.first().is_none_or(|oid| oid.tag != OID || oid.content != ZLIB) {
+        return Err(Failure::Malformed("the compressed data is not zlib-compressed (RFC 3274)".into()));
+    }
+    let encapsulated = children(encapsulated.content, 2)?;
+    let [_content_type, explicit] = &encapsulated[..] else { return Err(broken()) };
+    let (stream, _) = read(explicit.content, 3)?;
+    let mut zlib = Vec::new();
+    octets(&stream, 3, &mut zlib)?;
+    let mut inflated = Vec::new();
+    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    flate2::read::ZlibDecoder::new(zlib.as_slice())
+        .take(limit_u64.saturating_add(1))
+        .read_to_end(&mut inflated)
+        .map_err(|_| Failure::Malformed("the compressed data does not inflate".into()))?;
+    if inflated.len() > limit {
+        return Err(Failure::TooLarge(limit));
+    }
+    Ok(inflated)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    const SEQUENCE: u8 = 0x30;
+
+    fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        match content.len() {
+            n if n < 0x80 => out.push(n as u8),
+            n => out.extend([0x82, (n >> 8) as u8, n as u8]),
+        }
+        out.extend_from_slice(content);
+        out
+    }
+
+    /// A CompressedData as RFC 3274 writes it, its stream in `octets` (already encoded).
+    fn compressed_data(stream: Vec<u8>) -> Vec<u8> {
+        let algorithm = tlv(SEQUENCE, &tlv(OID, ZLIB));
+        let encapsulated = tlv(SEQUENCE, &[tlv(OID, &[0x2A, 0x86, 0x48]), tlv(EXPLICIT_0, &stream)].concat());
+        let compressed = tlv(SEQUENCE, &[tlv(0x02, &[0]), algorithm, encapsulated].concat());
+        tlv(SEQUENCE, &[tlv(OID, COMPRESSED_DATA), tlv(EXPLICIT_0, &compressed)].concat())
+    }
+
+    fn zlib(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn definite_and_indefinite_segmented_streams_inflate() {
+        let text = b"Content-Type: application/edi-x12\r\n\r\nISA*00*".repeat(20);
+        let stream = zlib(&text);
+        assert_eq!(decompress(&compressed_data(tlv(OCTETS, &stream)), 10_000).unwrap(), text);
+        let (a, b) = stream.split_at(7);
+        let segmented = [vec![OCTETS_CONSTRUCTED, 0x80], tlv(OCTETS, a), tlv(OCTETS, b), vec![0, 0]].concat();
+        assert_eq!(decompress(&compressed_data(segmented), 10_000).unwrap(), text);
+    }
+
+    #[test]
+    fn bombs_and_garbage_are_refused() {
+        let bomb = compressed_data(tlv(OCTETS, &zlib(&vec![b'A'; 100_000])));
+        assert!(matches!(decompress(&bomb, 50_000), Err(Failure::TooLarge(50_000))));
+        assert!(matches!(decompress(b"\x30\x80\x30\x80", 10), Err(Failure::Malformed(_))));
+        let deep = [0x30u8, 0x80].repeat(40);
+        assert!(decompress(&deep, 10).is_err());
+        assert!(decompress(&compressed_data(tlv(OCTETS, b"not zlib")), 10).is_err());
+    }
+}

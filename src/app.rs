@@ -61,7 +61,7 @@ impl App {
             max_invoices: accounting.export_max_invoices,
         });
         let listener = TcpListener::bind(server.bind).await?;
-        let ctx = ApiContext::new(ingest, server);
+        let ctx = ApiContext::new(ingest, server).map_err(std::io::Error::other)?;
         let router = http::router(ctx);
         Ok(App { listener, router, limits, relay, exports })
     }

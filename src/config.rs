@@ -180,6 +180,12 @@ pub struct ServerConfig {
     /// `AS2-To` must be one of them (403 otherwise). None by default: `AS2-To` is only recorded.
     #[arg(long, env = "EDI_INBOX_AS2_RECEIVER_IDS", value_delimiter = ',', global = true)]
     pub as2_receiver_ids: Vec<String>,
+    /// This service's AS2 keys, comma-separated PEM files each holding a private key and its
+    /// certificate, newest first: a message encrypted to any of their certificates is decrypted
+    /// (rotation), and the first signs MDNs. None by default: encrypted AS2 messages get a
+    /// `decryption-failed` MDN and MDNs go unsigned.
+    #[arg(long, env = "EDI_INBOX_AS2_KEYS", value_delimiter = ',', global = true)]
+    pub as2_keys: Vec<std::path::PathBuf>,
     /// The audience of Pub/Sub push tokens (the push subscription's `audience`, by default its push
     /// endpoint URL): when set, a delivery with a Google-signed OIDC token for it, issued to a
     /// partner's Pub/Sub service account, is that partner's. Unset: tokens are not accepted.
@@ -287,6 +293,18 @@ impl ServerConfig {
             as2_receiver_ids: self.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
             buffer_bytes: self.buffer_bytes,
         }
+    }
+
+    /// This service's AS2 keys and certificates, read from `--as2-keys`.
+    pub fn as2_identities(&self) -> Result<Vec<crate::as2::Identity>, String> {
+        self.as2_keys
+            .iter()
+            .filter(|path| !path.as_os_str().is_empty())
+            .map(|path| {
+                let pem = std::fs::read(path).map_err(|e| format!("AS2 key file {}: {e}", path.display()))?;
+                crate::as2::Identity::from_pem(&pem).map_err(|e| format!("AS2 key file {}: {e}", path.display()))
+            })
+            .collect()
     }
 
     /// Whether deliveries must authenticate as a partner; refuses open mode on a network address

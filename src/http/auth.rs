@@ -37,6 +37,9 @@ pub enum Caller {
     Signed { id: String, signatures: Signatures, directory: Arc<Directory> },
     /// An SNS message, whose signature (in the body) names the partner by its topic once read.
     SnsSigned(Arc<Directory>),
+    /// An AS2 message without an API key: its S/MIME signature, once read, must be the partner's
+    /// whose AS2 name it bears.
+    As2Signed,
 }
 
 impl Caller {
@@ -44,13 +47,13 @@ impl Caller {
     pub fn partner(&self) -> Option<&Arc<Partner>> {
         match self {
             Caller::Partner(partner) => Some(partner),
-            Caller::Open | Caller::Signed { .. } | Caller::SnsSigned(_) => None,
+            Caller::Open | Caller::Signed { .. } | Caller::SnsSigned(_) | Caller::As2Signed => None,
         }
     }
 
     /// Whether it claims a partner that only its body can prove.
     pub fn unproven(&self) -> bool {
-        matches!(self, Caller::Signed { .. } | Caller::SnsSigned(_))
+        matches!(self, Caller::Signed { .. } | Caller::SnsSigned(_) | Caller::As2Signed)
     }
 }
 
@@ -105,9 +108,12 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
     if parts.headers.contains_key("x-amz-sns-message-type") {
         return Ok(Caller::SnsSigned(ctx.store.directory().await?));
     }
+    if parts.headers.contains_key("as2-from") {
+        return Ok(Caller::As2Signed);
+    }
     let Some(signatures) = header(parts, "webhook-signature") else {
         return Err(unauthorized(
-            "authenticate with `Authorization: Bearer <API key>` (or Basic, the key as password), a Pub/Sub push token, an SNS signature or a Standard Webhooks signature",
+            "authenticate with `Authorization: Bearer <API key>` (or Basic, the key as password), a Pub/Sub push token, an SNS signature, an AS2 signature or a Standard Webhooks signature",
         ));
     };
     let signatures =

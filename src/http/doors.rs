@@ -147,6 +147,9 @@ pub fn recognise(headers: &HeaderMap) -> Result<Recognised, ApiError> {
         Some("application/json") => (Wrapping::PubSub, Transport::new(Door::Pubsub, None)),
         None => (Wrapping::Raw, raw_transport(headers)?),
         Some(edi) if EDI_MEDIA_TYPES.contains(&edi) => (Wrapping::Raw, raw_transport(headers)?),
+        Some(secured) if super::as2::SECURED_MEDIA_TYPES.contains(&secured) && headers.contains_key("as2-from") => {
+            (Wrapping::Raw, raw_transport(headers)?)
+        }
         Some(_) => return Err(ApiError::UnsupportedMediaType(content_type.unwrap_or_default())),
     };
     let content_type = (wrapping == Wrapping::Raw).then_some(content_type).flatten();

@@ -18,11 +18,12 @@ use uuid::Uuid;
 use super::extract::{Id, Params};
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::representation::{Representation, ack_media_type};
-use super::{ApiContext, PageQuery, auth, doors, non_empty, page_limit};
+use super::{ApiContext, PageQuery, as2, auth, doors, non_empty, page_limit};
+use crate::as2::Mic;
 use crate::edi::{PartyId, Standard, ack};
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
-use crate::inbox::transport::Transport;
+use crate::inbox::transport::{Door, Transport};
 use crate::inbox::{Logged, Status};
 use crate::ingest::{self, Inbound, Ingested, PartnerOf, Report, Reservation, Shortfall};
 use crate::partners::{Partner, ResponseForm};
@@ -117,15 +118,29 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let started = std::time::Instant::now();
     let mut facts = attempt_facts(&request, remote);
     let asked = Representation::asked(request.headers());
-    let arrived = match deliver(&ctx, request, remote, &mut facts, received_at).await {
+    let exchange = as2::Exchange::read(request.headers());
+    let mut mic = None;
+    let arrived = deliver(&ctx, request, remote, &mut facts, received_at, exchange.as_ref(), &mut mic).await;
+    let exchange = exchange.filter(|_| facts.transport.door == Door::As2);
+    let receipt = |facts: &mut AttemptFacts, outcome| {
+        exchange.as_ref().and_then(|exchange| as2::receipt(&ctx, exchange, mic.as_ref(), outcome, facts))
+    };
+    let arrived = match arrived {
         Ok(arrived) => arrived,
-        Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
+        Err(error) => {
+            let answer = receipt(&mut facts, Err(&error));
+            return refused(&ctx, error, answer, &facts, remote, received_at, started);
+        }
     };
     let (response, report) = match &arrived {
         Arrived::Interchange(ingested, form) => {
-            match respond(&ctx, asked.unwrap_or(Representation::of(*form)), ingested).await {
+            let answer = match receipt(&mut facts, Ok(ingested)) {
+                Some(mdn) => Ok(mdn),
+                None => respond(&ctx, asked.unwrap_or(Representation::of(*form)), ingested).await,
+            };
+            match answer {
                 Ok(response) => (response, ctx.ingest.report(ingested, &facts, received_at)),
-                Err(error) => return refused(&ctx, error, &facts, remote, received_at, started),
+                Err(error) => return refused(&ctx, error, None, &facts, remote, received_at, started),
             }
         }
         Arrived::SnsKept(kept) => {
@@ -137,11 +152,12 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     response
 }
 
-/// Answers, counts and logs a refused delivery; a refusal of an unproven caller also counts
-/// against its address.
+/// Answers (with `answer`, an MDN, when given), counts and logs a refused delivery; a refusal of
+/// an unproven caller also counts against its address.
 fn refused(
     ctx: &ApiContext,
     error: ApiError,
+    answer: Option<Response>,
     facts: &AttemptFacts,
     remote: Option<IpAddr>,
     received_at: chrono::DateTime<Utc>,
@@ -153,7 +169,7 @@ fn refused(
     }
     let report = Report::without_interchange(error.outcome(), status.as_u16(), true);
     ctx.ingest.conclude(report, facts, received_at, started);
-    error.into_response()
+    answer.unwrap_or_else(|| error.into_response())
 }
 
 /// What the request's headers tell the audit trail before anything is known about its content.
@@ -210,7 +226,7 @@ async fn admit(
             charge(ctx, partner, facts)?;
             check_as2(ctx, partner, &facts.transport)?;
         }
-        auth::Caller::Signed { .. } | auth::Caller::SnsSigned(_) => {
+        auth::Caller::Signed { .. } | auth::Caller::SnsSigned(_) | auth::Caller::As2Signed => {
             if let Some(remote) = remote {
                 ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
             }
@@ -265,6 +281,8 @@ async fn deliver(
     remote: Option<IpAddr>,
     facts: &mut AttemptFacts,
     received_at: chrono::DateTime<Utc>,
+    exchange: Option<&as2::Exchange>,
+    mic: &mut Option<Mic>,
 ) -> Result<Arrived, ApiError> {
     let (parts, body) = request.into_parts();
     let mut admitted = match admit(ctx, &parts, remote, facts).await {
@@ -279,6 +297,17 @@ async fn deliver(
     let signed = admitted.caller.unproven();
     let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
     let caller = auth::verify_sns(ctx, caller, &body).await?;
+    let as2 = exchange.filter(|_| admitted.recognised.transport.door == Door::As2);
+    let (caller, body) = match as2 {
+        Some(exchange) => {
+            let (caller, opened) = as2::open(ctx, caller, exchange, &parts.headers, body, facts).await?;
+            *mic = Some(opened.mic);
+            admitted.recognised.content_type = opened.content_type;
+            admitted.recognised.transport = facts.transport.clone();
+            (caller, Bytes::from(opened.payload))
+        }
+        None => (caller, body),
+    };
     let partner = caller.partner().cloned();
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, facts)?;

@@ -2,6 +2,7 @@
 //! with graceful shutdown. Handlers live one file per resource; status codes are decided only here.
 
 mod admin;
+mod as2;
 mod auth;
 mod connection;
 pub mod doors;
@@ -69,12 +70,16 @@ pub struct ApiContext {
     pub google_keys: Option<Arc<google_keys::GoogleKeys>>,
     /// The certificates SNS messages are verified with.
     pub sns_certificates: Arc<sns_certificates::SnsCertificates>,
+    /// This service's AS2 keys and its sender of asynchronous MDNs.
+    pub as2: Arc<as2::Station>,
 }
 
 impl ApiContext {
-    pub fn new(ingest: Ingest, server: &ServerConfig) -> ApiContext {
+    /// The context of a server; fails when its AS2 keys cannot be read.
+    pub fn new(ingest: Ingest, server: &ServerConfig) -> Result<ApiContext, String> {
         let partner_auth = ingest.options().partner_auth;
-        ApiContext {
+        let as2 = Arc::new(as2::Station::new(server.as2_identities()?));
+        Ok(ApiContext {
             store: ingest.store().clone(),
             body_limit: server.body_limit,
             request_timeout: server.request_timeout(),
@@ -106,7 +111,8 @@ impl ApiContext {
                     .filter(|url| !url.is_empty())
                     .collect(),
             )),
-        }
+            as2,
+        })
     }
 }
 

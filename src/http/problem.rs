@@ -5,6 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
+use crate::as2::Failure as As2Failure;
 use crate::edi::EdiError;
 use crate::inbox::Logged;
 pub use crate::inbox::problem::Problem;
@@ -61,6 +62,9 @@ pub enum ApiError {
     RateLimited(std::time::Duration),
     #[error("request timed out")]
     Timeout,
+    /// An AS2 message that could not be opened (answered with an error MDN when one is asked).
+    #[error(transparent)]
+    As2(#[from] As2Failure),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error")]
@@ -80,6 +84,14 @@ impl ApiError {
                 StatusCode::CONFLICT
             }
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::As2(failure) => match failure {
+                As2Failure::AuthenticationFailed(_) | As2Failure::IntegrityCheckFailed => StatusCode::UNAUTHORIZED,
+                As2Failure::InsufficientSecurity(_) => StatusCode::FORBIDDEN,
+                As2Failure::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                As2Failure::Malformed(_) | As2Failure::DecryptionFailed | As2Failure::ReceiptUrlRefused(_) => {
+                    StatusCode::BAD_REQUEST
+                }
+            },
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -105,6 +117,12 @@ impl ApiError {
             ApiError::NotFound => ("not-found", "Not found"),
             ApiError::BadRequest(_) => ("invalid-request", "Invalid request"),
             ApiError::InvalidTransport(_) => ("invalid-transport", "Invalid push message"),
+            ApiError::As2(_) => match self.status() {
+                StatusCode::UNAUTHORIZED => ("unauthorized", "Unauthorized"),
+                StatusCode::FORBIDDEN => ("forbidden-sender", "Forbidden"),
+                StatusCode::PAYLOAD_TOO_LARGE => ("payload-too-large", "Payload too large"),
+                _ => ("invalid-transport", "Invalid AS2 message"),
+            },
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden-sender", "Forbidden"),
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
@@ -164,6 +182,9 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) | ApiError::OverBudget(_) => "too-large",
             ApiError::Conflict { .. } => "conflict",
             ApiError::Unauthorized(_) => "unauthenticated",
+            ApiError::As2(As2Failure::Malformed(_) | As2Failure::ReceiptUrlRefused(_)) => "invalid-transport",
+            ApiError::As2(As2Failure::TooLarge(_)) => "too-large",
+            ApiError::As2(failure) => failure.modifier(),
             ApiError::Forbidden(_) => "forbidden",
             ApiError::RateLimited(_) => "rate-limited",
             ApiError::BadRequest(_)

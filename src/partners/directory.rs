@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine;
+use openssl::x509::X509;
 use base64::engine::general_purpose::STANDARD;
 
 use super::{CredentialKind, Partner, api_key_hash};
@@ -26,8 +27,15 @@ pub struct ActiveCredential {
     pub secret: Option<String>,
 }
 
+/// A partner with an AS2 name, and the certificates its signatures are verified with.
+pub struct As2Sender {
+    pub partner: Arc<Partner>,
+    pub certificates: Vec<X509>,
+}
+
 #[derive(Default)]
 pub struct Directory {
+    by_as2_name: HashMap<String, Arc<As2Sender>>,
     by_api_key: HashMap<String, Arc<Partner>>,
     signers: HashMap<String, Signer>,
     by_sender: HashMap<String, Arc<Partner>>,
@@ -49,6 +57,18 @@ impl Directory {
             }
             for topic in &partner.sns_topics {
                 directory.by_sns_topic.insert(topic.clone(), Arc::clone(partner));
+            }
+            let sender = Arc::new(As2Sender {
+                partner: Arc::clone(partner),
+                // Validated when registered; a certificate that no longer parses verifies nothing.
+                certificates: partner
+                    .as2_certificates
+                    .iter()
+                    .filter_map(|pem| X509::from_pem(pem.as_bytes()).ok())
+                    .collect(),
+            });
+            for name in &partner.as2_ids {
+                directory.by_as2_name.insert(name.clone(), Arc::clone(&sender));
             }
         }
         for credential in credentials {
@@ -90,6 +110,11 @@ impl Directory {
     /// The partner whose messages SNS topic `arn` carries.
     pub fn by_sns_topic(&self, arn: &str) -> Option<&Arc<Partner>> {
         self.by_sns_topic.get(arn)
+    }
+
+    /// The partner whose AS2 gateway sends as `name` (`AS2-From`).
+    pub fn by_as2_name(&self, name: &str) -> Option<&Arc<As2Sender>> {
+        self.by_as2_name.get(name)
     }
 
     /// The partner `id` and its signing keys, if it has any.

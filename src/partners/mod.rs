@@ -59,6 +59,8 @@ text_enum! {
     }
 }
 
+pub use crate::as2::As2Security;
+
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
@@ -91,6 +93,13 @@ pub struct Partner {
     pub response: ResponseForm,
     /// The AS2 names (`AS2-From`) its gateway sends as; an AS2 delivery naming another gets 403.
     pub as2_ids: Vec<String>,
+    /// What its AS2 messages must be: `optional`, `signed`, `encrypted` or `signed-encrypted`.
+    pub as2_security: As2Security,
+    /// The certificates (PEM) its AS2 signatures are verified with; a valid signature with one of
+    /// them proves the partner without an API key.
+    pub as2_certificates: Vec<String>,
+    /// URL prefixes its asynchronous MDNs may be delivered to (`Receipt-Delivery-Option`).
+    pub as2_mdn_urls: Vec<String>,
     /// The service accounts of its Pub/Sub push subscriptions: a Google-signed OIDC token for one
     /// of them proves this partner.
     pub pubsub_accounts: Vec<String>,
@@ -166,6 +175,22 @@ pub struct NewPartner {
     #[arg(long = "as2-id")]
     #[schema(example = json!(["ACME-AS2"]))]
     pub as2_ids: Vec<String>,
+    /// What its AS2 messages must be: `optional` (the default), `signed`, `encrypted` or
+    /// `signed-encrypted`; a message that is less is answered `insufficient-message-security`.
+    #[serde(default = "optional")]
+    #[arg(long, value_enum, default_value_t = As2Security::Optional)]
+    pub as2_security: As2Security,
+    /// A certificate (PEM) its AS2 gateway signs with (repeatable, for rotation): a message signed
+    /// with it is this partner's.
+    #[serde(default)]
+    #[arg(long = "as2-certificate")]
+    pub as2_certificates: Vec<String>,
+    /// A URL prefix its asynchronous MDNs may be delivered to, e.g. `https://as2.acme.example/mdn`
+    /// (repeatable; none: a message asking for an asynchronous MDN gets an error MDN).
+    #[serde(default)]
+    #[arg(long = "as2-mdn-url")]
+    #[schema(example = json!(["https://as2.acme.example/pyas2/as2receive"]))]
+    pub as2_mdn_urls: Vec<String>,
     /// The service account (`email` of its OIDC token) of a Pub/Sub push subscription that delivers
     /// this partner's interchanges (repeatable): the token is then the partner's proof.
     #[serde(default)]
@@ -184,6 +209,10 @@ pub struct NewPartner {
     #[arg(long = "bypass-document")]
     #[schema(example = json!(["997"]))]
     pub bypass_documents: Vec<String>,
+}
+
+fn optional() -> As2Security {
+    As2Security::Optional
 }
 
 fn strict() -> Validation {
@@ -219,6 +248,13 @@ impl NewPartner {
         if let Some(id) = self.as2_ids.iter().find(|id| !as2_name_ok(id)) {
             return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
         }
+        for pem in &self.as2_certificates {
+            openssl::x509::X509::from_pem(pem.as_bytes())
+                .map_err(|_| "an AS2 certificate must be one PEM certificate (-----BEGIN CERTIFICATE-----)")?;
+        }
+        if let Some(url) = self.as2_mdn_urls.iter().find(|url| !mdn_url_ok(url)) {
+            return Err(format!("AS2 MDN URL {url:?} must be an http or https URL"));
+        }
         if let Some(account) = self.pubsub_accounts.iter().find(|account| !service_account_ok(account)) {
             return Err(format!("Pub/Sub service account {account:?} must be an e-mail address"));
         }
@@ -253,6 +289,17 @@ fn sns_topic_ok(topic: &str) -> bool {
         && parts[2] == "sns"
         && parts.iter().all(|part| !part.is_empty())
         && topic.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// An asynchronous MDN goes to an absolute http(s) URL with a host.
+fn mdn_url_ok(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some() && url.username().is_empty())
+}
+
+/// Whether `url` starts with one of the partner's registered MDN URL prefixes.
+pub fn mdn_url_allowed(prefixes: &[String], url: &str) -> bool {
+    mdn_url_ok(url) && prefixes.iter().any(|prefix| url.starts_with(prefix.as_str()))
 }
 
 /// A service account is an e-mail address: `name@domain`, printable ASCII, at most 254 bytes.
@@ -334,6 +381,9 @@ mod tests {
             conflict_policy: reject(),
             response: full(),
             as2_ids: vec!["ACME AS2".into()],
+            as2_security: optional(),
+            as2_certificates: Vec::new(),
+            as2_mdn_urls: vec!["https://as2.acme.example/mdn".into()],
             pubsub_accounts: vec!["push@acme.iam.gserviceaccount.com".into()],
             sns_topics: vec!["arn:aws:sns:eu-west-1:123456789012:acme".into()],
             bypass_documents: vec!["997".into()],
@@ -349,6 +399,17 @@ mod tests {
             assert!(partner.validate().unwrap_err().contains("topic ARN"), "{topic}");
             partner.sns_topics.pop();
         }
+        partner.as2_certificates.push("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----".into());
+        assert!(partner.validate().unwrap_err().contains("PEM"));
+        partner.as2_certificates.pop();
+        for url in ["file:///etc/passwd", "https://user:pw@acme.example/", "/mdn"] {
+            partner.as2_mdn_urls.push(url.into());
+            assert!(partner.validate().unwrap_err().contains("MDN URL"), "{url}");
+            partner.as2_mdn_urls.pop();
+        }
+        assert!(mdn_url_allowed(&partner.as2_mdn_urls, "https://as2.acme.example/mdn/42"));
+        assert!(!mdn_url_allowed(&partner.as2_mdn_urls, "https://as2.acme.example.evil/mdn"));
+        assert!(!mdn_url_allowed(&partner.as2_mdn_urls, "http://169.254.169.254/"));
         partner.bypass_documents.push("810".into());
         assert!(partner.validate().unwrap_err().contains("books invoices"));
         partner.bypass_documents.pop();

@@ -12,6 +12,7 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
+    As2Security,
     ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, ResponseForm, Validation,
 };
 
@@ -73,6 +74,11 @@ struct PartnerRow {
     created_at: DateTime<Utc>,
     /// A JSON array of document types.
     bypass_documents: String,
+    #[sqlx(try_from = "String")]
+    as2_security: As2Security,
+    /// JSON arrays of PEM certificates and of URL prefixes.
+    as2_certificates: String,
+    as2_mdn_urls: String,
 }
 
 #[derive(sqlx::FromRow)]
@@ -129,13 +135,17 @@ impl Store {
             let mut tx = pool.begin().await?;
             let inserted = sqlx::query(
                 "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
-                    conflict_policy, created_at, bypass_documents, response)
-                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+                    conflict_policy, created_at, bypass_documents, response, as2_security, as2_certificates,
+                    as2_mdn_urls)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
-            .bind(serde_json::to_string(&partner.bypass_documents).unwrap_or_else(|_| "[]".into()))
+            .bind(json_list(&partner.bypass_documents))
             .bind(partner.response.as_str())
+            .bind(partner.as2_security.as_str())
+            .bind(json_list(&partner.as2_certificates))
+            .bind(json_list(&partner.as2_mdn_urls))
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -256,7 +266,7 @@ impl Store {
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
         const PARTNERS: &str =
             "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            response, created_at, bypass_documents FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
+            response, created_at, bypass_documents, as2_security, as2_certificates, as2_mdn_urls FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
         const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
             WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
         const CREDENTIALS: &str =
@@ -284,8 +294,10 @@ impl Store {
                     as2_ids: Vec::new(),
                     pubsub_accounts: Vec::new(),
                     sns_topics: Vec::new(),
-                    bypass_documents: serde_json::from_str(&row.bypass_documents)
-                        .map_err(|e| StoreError::Corrupt(format!("a partner's bypass_documents: {e}")))?,
+                    bypass_documents: from_json_list("bypass_documents", &row.bypass_documents)?,
+                    as2_security: row.as2_security,
+                    as2_certificates: from_json_list("as2_certificates", &row.as2_certificates)?,
+                    as2_mdn_urls: from_json_list("as2_mdn_urls", &row.as2_mdn_urls)?,
                     created_at: row.created_at,
                     credentials: Vec::new(),
                 })
@@ -310,6 +322,16 @@ impl Store {
         }
         Ok(partners)
     }
+}
+
+/// A list column's JSON.
+fn json_list(items: &[String]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
+}
+
+/// A list column read back.
+fn from_json_list(column: &str, json: &str) -> Result<Vec<String>, StoreError> {
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("a partner's {column}: {e}")))
 }
 
 /// Stores a credential: an API key as its hash, a signing secret as issued (`$4`/`$5`).

@@ -302,7 +302,8 @@ impl ServerConfig {
             .filter(|path| !path.as_os_str().is_empty())
             .map(|path| {
                 let pem = std::fs::read(path).map_err(|e| format!("AS2 key file {}: {e}", path.display()))?;
-                crate::as2::Identity::from_pem(&pem).map_err(|e| format!("AS2 key file {}: {e}", path.display()))
+                crate::as2::Identity::from_pem(&pem)
+                    .map_err(|e| format!("AS2 key file {}: {e}", path.display()))
             })
             .collect()
     }

@@ -20,6 +20,11 @@ pub struct Requested {
 }
 
 impl Requested {
+    /// `sync` (in the HTTP answer) or `async` (to `return_to`).
+    pub fn mode(&self) -> &'static str {
+        if self.return_to.is_some() { "async" } else { "sync" }
+    }
+
     /// The request of a message with these headers' values; `None` when no receipt is asked
     /// (`Disposition-Notification-To` absent).
     pub fn read(to: Option<&str>, options: Option<&str>, delivery: Option<&str>) -> Option<Requested> {
@@ -161,7 +166,8 @@ fn report(receipt: &Receipt<'_>) -> Written {
          --{inner}\r\nContent-Type: message/disposition-notification\r\nContent-Transfer-Encoding: 7bit\r\n\r\n\
          {notification}\r\n--{inner}--\r\n"
     );
-    let content_type = format!("multipart/report; report-type=disposition-notification; boundary=\"{inner}\"");
+    let content_type =
+        format!("multipart/report; report-type=disposition-notification; boundary=\"{inner}\"");
     Written { content_type, body: body.into_bytes() }
 }
 
@@ -172,25 +178,40 @@ mod tests {
     #[test]
     fn options_are_read_leniently() {
         let read = |options| Requested::read(Some("mdn@acme"), Some(options), None).unwrap();
-        let asked = read("signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256");
+        let asked = read(
+            "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256",
+        );
         assert!(asked.signed);
         assert_eq!(asked.mic, MicChoice { alg: MicAlg::Sha256, spelled: "sha-256".into() });
-        let spaced = read(" Signed-Receipt-Protocol = Required , PKCS7-Signature ;signed-receipt-micalg=required,md5, SHA1 ");
+        let spaced = read(
+            " Signed-Receipt-Protocol = Required , PKCS7-Signature ;signed-receipt-micalg=required,md5, SHA1 ",
+        );
         assert!(spaced.signed);
         assert_eq!(spaced.mic, MicChoice { alg: MicAlg::Sha1, spelled: "sha1".into() });
         assert!(!read("").signed);
-        assert_eq!(Requested::read(None, Some("signed-receipt-protocol=optional, pkcs7-signature"), None), None);
+        assert_eq!(
+            Requested::read(None, Some("signed-receipt-protocol=optional, pkcs7-signature"), None),
+            None
+        );
         let later = Requested::read(Some("x"), None, Some(" https://acme.example/mdn ")).unwrap();
         assert_eq!(later.return_to.as_deref(), Some("https://acme.example/mdn"));
     }
 
     #[test]
     fn a_report_carries_the_disposition_and_flattens_what_the_sender_wrote() {
-        let disposition = Disposition::Failed { modifier: "decryption-failed", detail: "no\r\nInjected: 1".into() };
-        let receipt = Receipt { recipient: "BUYER", original_message_id: "<1@acme>\r\nX: y", mic: None, disposition: &disposition };
+        let disposition =
+            Disposition::Failed { modifier: "decryption-failed", detail: "no\r\nInjected: 1".into() };
+        let receipt = Receipt {
+            recipient: "BUYER",
+            original_message_id: "<1@acme>\r\nX: y",
+            mic: None,
+            disposition: &disposition,
+        };
         let written = write(&receipt, None).unwrap();
         let text = String::from_utf8(written.body).unwrap();
-        assert!(text.contains("Disposition: automatic-action/MDN-sent-automatically; processed/error: decryption-failed\r\n"));
+        assert!(text.contains(
+            "Disposition: automatic-action/MDN-sent-automatically; processed/error: decryption-failed\r\n"
+        ));
         assert!(text.contains("Original-Message-ID: <1@acme>  X: y\r\n"));
         assert!(!text.contains("\r\nInjected"));
         assert!(written.content_type.starts_with("multipart/report; report-type=disposition-notification"));

@@ -36,12 +36,14 @@ impl<'a> Entity<'a> {
             }
             let line = std::str::from_utf8(line).map_err(|_| malformed("a MIME header is not text"))?;
             if line.starts_with([' ', '\t']) {
-                let (_, value) = headers.last_mut().ok_or_else(|| malformed("a MIME entity starts folded"))?;
+                let (_, value) =
+                    headers.last_mut().ok_or_else(|| malformed("a MIME entity starts folded"))?;
                 value.push(' ');
                 value.push_str(line.trim());
                 continue;
             }
-            let (name, value) = line.split_once(':').ok_or_else(|| malformed("a MIME header has no colon"))?;
+            let (name, value) =
+                line.split_once(':').ok_or_else(|| malformed("a MIME header has no colon"))?;
             headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
             if headers.len() > MAX_HEADERS {
                 return Err(malformed("a MIME entity has too many headers"));

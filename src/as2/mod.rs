@@ -20,9 +20,11 @@ pub enum Failure {
     /// Not a MIME or CMS structure this service reads.
     #[error("the AS2 message could not be read: {0}")]
     Malformed(String),
-    /// None of this service's keys opens it. Deliberately without detail (no padding oracle).
+    /// None of this service's keys opens it, or what it decrypts to fails in any way: one answer
+    /// without detail, so that a changed ciphertext teaches nothing (no padding oracle). What failed
+    /// inside, if decryption got that far, is kept for the operator's log only.
     #[error("the AS2 message could not be decrypted with this service's key")]
-    DecryptionFailed,
+    DecryptionFailed(Option<Box<Failure>>),
     /// The signature is not the partner's (unknown signer, no certificate registered, unsigned
     /// without another proof).
     #[error("the AS2 message's signer could not be authenticated: {0}")]
@@ -45,7 +47,7 @@ impl Failure {
     /// The `processed/error` modifier of the MDN that answers it (RFC 4130 7.4.3).
     pub fn modifier(&self) -> &'static str {
         match self {
-            Failure::DecryptionFailed => "decryption-failed",
+            Failure::DecryptionFailed(_) => "decryption-failed",
             Failure::AuthenticationFailed(_) => "authentication-failed",
             Failure::IntegrityCheckFailed => "integrity-check-failed",
             Failure::InsufficientSecurity(_) => "insufficient-message-security",
@@ -165,7 +167,12 @@ mod tests {
 
     #[test]
     fn mic_algorithms_are_read_as_senders_spell_them() {
-        for (name, alg) in [("sha1", MicAlg::Sha1), ("SHA-256", MicAlg::Sha256), (" sha384", MicAlg::Sha384), ("sha-512", MicAlg::Sha512)] {
+        for (name, alg) in [
+            ("sha1", MicAlg::Sha1),
+            ("SHA-256", MicAlg::Sha256),
+            (" sha384", MicAlg::Sha384),
+            ("sha-512", MicAlg::Sha512),
+        ] {
             assert_eq!(MicAlg::parse(name), Some(alg), "{name}");
         }
         assert_eq!(MicAlg::parse("md5"), None);

@@ -22,7 +22,9 @@ pub struct Identity {
 
 impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Identity").field("certificate", &self.certificate.subject_name()).finish_non_exhaustive()
+        f.debug_struct("Identity")
+            .field("certificate", &self.certificate.subject_name())
+            .finish_non_exhaustive()
     }
 }
 
@@ -119,7 +121,14 @@ fn layer(
             }
             Some("enveloped-data") | None => {
                 state.security.encrypted = true;
-                decrypt(&der, opening.identities)?
+                let inner = decrypt(&der, opening.identities)?;
+                // CBC has no integrity of its own: whatever fails inside answers as decryption.
+                return Entity::parse(&inner)
+                    .and_then(|entity| layer(&entity, Some(&inner), depth + 1, opening, state))
+                    .map_err(|failure| match failure {
+                        Failure::DecryptionFailed(_) => failure,
+                        other => Failure::DecryptionFailed(Some(Box::new(other))),
+                    });
             }
             Some(other) => return Err(Failure::Malformed(format!("S/MIME type {other:?} is not read here"))),
         }
@@ -154,11 +163,11 @@ fn mic_once(state: &mut State, entity: &Entity<'_>, raw: Option<&[u8]>, opening:
 /// the certificate, so a wrong RSA padding decrypts to a random content key (its countermeasure to
 /// Bleichenbacher's attack) and fails like any other bad ciphertext: one answer for all.
 fn decrypt(der: &[u8], identities: &[Identity]) -> Result<Vec<u8>, Failure> {
-    let cms = CmsContentInfo::from_der(der).map_err(|_| Failure::DecryptionFailed)?;
+    let cms = CmsContentInfo::from_der(der).map_err(|_| Failure::DecryptionFailed(None))?;
     identities
         .iter()
         .find_map(|identity| cms.decrypt(&identity.key, &identity.certificate).ok())
-        .ok_or(Failure::DecryptionFailed)
+        .ok_or(Failure::DecryptionFailed(None))
 }
 
 /// Verifies a detached signature over `signed` with one of the partner's certificates, and only
@@ -167,13 +176,16 @@ fn decrypt(der: &[u8], identities: &[Identity]) -> Result<Vec<u8>, Failure> {
 /// content changed; one no certificate verifies is not the partner's.
 fn verify(signed: &[u8], signature: &[u8], signers: &[X509]) -> Result<(), Failure> {
     if signers.is_empty() {
-        return Err(Failure::AuthenticationFailed("the partner has no AS2 signing certificate registered".into()));
+        return Err(Failure::AuthenticationFailed(
+            "the partner has no AS2 signing certificate registered".into(),
+        ));
     }
     let mut cms = CmsContentInfo::from_der(signature)
         .map_err(|_| Failure::AuthenticationFailed("the signature is not a CMS signature".into()))?;
-    let mut certificates = Stack::new().map_err(|_| Failure::DecryptionFailed)?;
+    let unusable = |_| Failure::AuthenticationFailed("the partner's certificates could not be used".into());
+    let mut certificates = Stack::new().map_err(unusable)?;
     for certificate in signers {
-        certificates.push(certificate.clone()).map_err(|_| Failure::DecryptionFailed)?;
+        certificates.push(certificate.clone()).map_err(unusable)?;
     }
     let flags = CMSOptions::BINARY | CMSOptions::NOINTERN | CMSOptions::NO_SIGNER_CERT_VERIFY;
     if cms.verify(Some(&certificates), None, Some(signed), None, flags).is_ok() {
@@ -182,6 +194,8 @@ fn verify(signed: &[u8], signature: &[u8], signers: &[X509]) -> Result<(), Failu
     let signer_only = flags | CMSOptions::NO_CONTENT_VERIFY;
     match cms.verify(Some(&certificates), None, Some(signed), None, signer_only) {
         Ok(()) => Err(Failure::IntegrityCheckFailed),
-        Err(_) => Err(Failure::AuthenticationFailed("the signature is not made with the partner's certificate".into())),
+        Err(_) => Err(Failure::AuthenticationFailed(
+            "the signature is not made with the partner's certificate".into(),
+        )),
     }
 }

@@ -21,7 +21,7 @@ use crate::as2::mdn::{self, Disposition, Receipt, Requested};
 use crate::as2::mime::Entity;
 use crate::as2::{Failure, Identity, Mic, MicChoice, Opened, Opening};
 use crate::inbox::{Logged, Status};
-use crate::ingest::{self, Ingested};
+use crate::ingest::{self, Ingested, Reply};
 use crate::partners::mdn_url_allowed;
 use crate::store::AttemptFacts;
 
@@ -88,9 +88,18 @@ impl Exchange {
     }
 }
 
-/// Opens a read AS2 body: its EDI, the caller it proves, and how it was protected (added to the
-/// attempt's transport facts). A partner's requirements (`as2_security`, MDN URLs) apply once it
-/// is known by its AS2 name.
+/// What opening a message established for its receipt.
+pub struct Checked {
+    /// The `Received-Content-MIC`.
+    pub mic: Mic,
+    /// Where the receipt goes, once checked against the partner's registered URLs; `None`: in the
+    /// HTTP answer.
+    pub return_to: Option<String>,
+}
+
+/// Opens a read AS2 body: its EDI, the caller it proves, how it was protected (added to the
+/// attempt's transport facts) and what its receipt needs. A partner's requirements
+/// (`as2_security`, MDN URLs) apply once it is known by its AS2 name.
 pub async fn open(
     ctx: &ApiContext,
     caller: Caller,
@@ -98,7 +107,7 @@ pub async fn open(
     headers: &HeaderMap,
     body: Bytes,
     facts: &mut AttemptFacts,
-) -> Result<(Caller, Opened), ApiError> {
+) -> Result<(Caller, Opened, Checked), ApiError> {
     let directory = ctx.store.directory().await?;
     let sender = directory.by_as2_name(&exchange.from).cloned();
     let signers = sender.as_ref().map(|sender| sender.certificates.clone()).unwrap_or_default();
@@ -123,6 +132,9 @@ pub async fn open(
         .with("encrypted", Some(security.encrypted))
         .with("compressed", Some(security.compressed))
         .with("mic", Some(opened.mic.to_string()));
+    if let Some(receipt) = &exchange.receipt {
+        facts.transport = std::mem::take(&mut facts.transport).asking_receipt(receipt.mode());
+    }
     if let Some(missing) = sender.as_ref().and_then(|sender| sender.partner.as2_security.missing(security)) {
         return Err(refused(Failure::InsufficientSecurity(missing)));
     }
@@ -139,31 +151,41 @@ pub async fn open(
         },
         other => other,
     };
-    if let Some(url) = exchange.receipt.as_ref().and_then(|receipt| receipt.return_to.as_deref()) {
-        let allowed = sender.as_ref().is_some_and(|sender| mdn_url_allowed(&sender.partner.as2_mdn_urls, url));
+    let return_to = exchange.receipt.as_ref().and_then(|receipt| receipt.return_to.clone());
+    if let Some(url) = &return_to {
+        let allowed =
+            sender.as_ref().is_some_and(|sender| mdn_url_allowed(&sender.partner.as2_mdn_urls, url));
         if !allowed {
-            return Err(refused(Failure::ReceiptUrlRefused(url.to_owned())));
+            return Err(refused(Failure::ReceiptUrlRefused(url.clone())));
         }
     }
-    Ok((caller, opened))
+    let checked = Checked { mic: opened.mic.clone(), return_to };
+    Ok((caller, opened, checked))
 }
 
 /// An AS2 refusal, counted as a security event when it is about proof.
 fn refused(failure: Failure) -> ApiError {
     if !matches!(failure, Failure::Malformed(_) | Failure::TooLarge(_)) {
         ingest::security_event(failure.modifier());
-        tracing::warn!(target: "edi_inbox::security", error = %Logged(&failure.to_string()), "AS2 message refused");
+        let inside = match &failure {
+            Failure::DecryptionFailed(Some(inside)) => inside.to_string(),
+            _ => String::new(),
+        };
+        tracing::warn!(target: "edi_inbox::security", error = %Logged(&failure.to_string()), inside = %Logged(&inside),
+            "AS2 message refused");
     }
     ApiError::As2(failure)
 }
 
 /// The MDN that answers an AS2 exchange's outcome, when a receipt was asked and the outcome is
-/// final (a 429 or 503 is answered as HTTP, so that the gateway retries). Records the disposition
-/// with the attempt.
+/// final (a 429 or 503 is answered as HTTP, so that the gateway retries). It goes to the partner's
+/// URL only when opening the message checked it (`checked`); any earlier refusal is answered in
+/// the HTTP response, so that no request makes this service call an address it was not given by
+/// a partner. Records the disposition with the attempt.
 pub fn receipt(
     ctx: &ApiContext,
     exchange: &Exchange,
-    mic: Option<&Mic>,
+    checked: Option<&Checked>,
     outcome: Result<&Ingested, &ApiError>,
     facts: &mut AttemptFacts,
 ) -> Option<Response> {
@@ -177,18 +199,18 @@ pub fn receipt(
         Err(error @ ApiError::Unauthorized(_)) => {
             Disposition::Failed { modifier: "authentication-failed", detail: error.problem().detail }
         }
-        Err(error) => Disposition::Failed { modifier: "unexpected-processing-error", detail: error.problem().detail },
+        Err(error) => Disposition::Failed { modifier: NOT_PROCESSED, detail: error.problem().detail },
     };
-    let mode = if requested.return_to.is_some() { "async" } else { "sync" };
+    let return_to = checked.and_then(|checked| checked.return_to.as_ref());
     facts.transport = std::mem::take(&mut facts.transport)
-        .with("mdn", Some(disposition.field()))
-        .with("mdn_mode", Some(mode));
+        .asking_receipt(if return_to.is_some() { "async" } else { "sync" })
+        .with("mdn", Some(disposition.field()));
     let signer = requested.signed.then(|| ctx.as2.identities.first()).flatten();
     let written = mdn::write(
         &Receipt {
             recipient: &exchange.to,
             original_message_id: &exchange.message_id,
-            mic,
+            mic: checked.map(|checked| &checked.mic),
             disposition: &disposition,
         },
         signer,
@@ -201,7 +223,7 @@ pub fn receipt(
         Ok(headers) => headers,
         Err(error) => return Some(error.into_response()),
     };
-    match &requested.return_to {
+    match return_to {
         None => Some((StatusCode::OK, headers, written.body).into_response()),
         Some(url) => {
             send_later(&ctx.as2, url.clone(), headers, written.body, &exchange.message_id);
@@ -210,11 +232,21 @@ pub fn receipt(
     }
 }
 
-/// What the receipt of an ingested interchange says: recorded, replayed, held or bypassed is
-/// `processed` (plain: senders treat a warning as a failure); rejected or conflicting is an error
-/// with the problem's detail.
+/// The modifier of the receipt of an interchange that was not processed.
+const NOT_PROCESSED: &str = "unexpected-processing-error";
+
+/// The `Disposition` a receipt gives each reply: recorded, replayed, held or bypassed is a plain
+/// `processed` (senders treat a warning as a failure); rejected or conflicting is an error.
+pub fn disposition_field(reply: Reply) -> &'static str {
+    match reply {
+        Reply::Created | Reply::Replayed | Reply::Held => "processed",
+        Reply::Rejected | Reply::Conflict => "processed/error: unexpected-processing-error",
+    }
+}
+
+/// What the receipt of an ingested interchange says, an error with the problem's detail.
 fn disposition_of(ingested: &Ingested) -> Disposition {
-    let failed = |detail: String| Disposition::Failed { modifier: "unexpected-processing-error", detail };
+    let failed = |detail: String| Disposition::Failed { modifier: NOT_PROCESSED, detail };
     match ingested {
         Ingested::Recorded { delivery, .. } if delivery.status == Status::Rejected => {
             failed(problem_detail(&delivery.response))
@@ -223,9 +255,10 @@ fn disposition_of(ingested: &Ingested) -> Disposition {
         Ingested::Conflict { delivery, original_id } => {
             failed(problem::conflict(*original_id, &delivery.key).problem().detail)
         }
-        Ingested::Recorded { .. } | Ingested::Replayed { .. } | Ingested::Quarantined { .. } | Ingested::Bypassed(_) => {
-            Disposition::Processed
-        }
+        Ingested::Recorded { .. }
+        | Ingested::Replayed { .. }
+        | Ingested::Quarantined { .. }
+        | Ingested::Bypassed(_) => Disposition::Processed,
     }
 }
 
@@ -277,10 +310,14 @@ fn send_later(station: &Station, url: String, headers: HeaderMap, body: Vec<u8>,
                     metrics::counter!("edi_inbox_as2_receipts_total", "outcome" => "delivered").increment(1);
                     return;
                 }
-                Ok(answer) => tracing::warn!(message_id = %Logged(&message_id), status = answer.status().as_u16(), attempt,
-                    "asynchronous MDN refused"),
-                Err(error) => tracing::warn!(message_id = %Logged(&message_id), error = %error.without_url(), attempt,
-                    "asynchronous MDN not delivered"),
+                Ok(answer) => {
+                    tracing::warn!(message_id = %Logged(&message_id), status = answer.status().as_u16(), attempt,
+                    "asynchronous MDN refused")
+                }
+                Err(error) => {
+                    tracing::warn!(message_id = %Logged(&message_id), error = %error.without_url(), attempt,
+                    "asynchronous MDN not delivered")
+                }
             }
             tokio::time::sleep(wait).await;
             wait *= 2;

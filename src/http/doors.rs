@@ -147,7 +147,9 @@ pub fn recognise(headers: &HeaderMap) -> Result<Recognised, ApiError> {
         Some("application/json") => (Wrapping::PubSub, Transport::new(Door::Pubsub, None)),
         None => (Wrapping::Raw, raw_transport(headers)?),
         Some(edi) if EDI_MEDIA_TYPES.contains(&edi) => (Wrapping::Raw, raw_transport(headers)?),
-        Some(secured) if super::as2::SECURED_MEDIA_TYPES.contains(&secured) && headers.contains_key("as2-from") => {
+        Some(secured)
+            if super::as2::SECURED_MEDIA_TYPES.contains(&secured) && headers.contains_key("as2-from") =>
+        {
             (Wrapping::Raw, raw_transport(headers)?)
         }
         Some(_) => return Err(ApiError::UnsupportedMediaType(content_type.unwrap_or_default())),
@@ -175,9 +177,11 @@ fn raw_transport(headers: &HeaderMap) -> Result<Transport, ApiError> {
             .with("time", h("ce-time")));
     }
     if let Some(from) = h("as2-from") {
+        // RFC 4130 quotes names with spaces: the name is what is inside.
+        let unquoted = |name: &str| name.trim_matches('"').to_owned();
         return Ok(Transport::new(Door::As2, h("message-id"))
-            .with("as2_from", Some(from))
-            .with("as2_to", h("as2-to"))
+            .with("as2_from", Some(unquoted(from)))
+            .with("as2_to", h("as2-to").map(unquoted))
             .with("as2_version", h("as2-version"))
             .with("disposition_notification_to", h("disposition-notification-to"))
             .with("disposition_notification_options", h("disposition-notification-options"))

@@ -19,7 +19,6 @@ use super::extract::{Id, Params};
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, as2, auth, doors, non_empty, page_limit};
-use crate::as2::Mic;
 use crate::edi::{PartyId, Standard, ack};
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
@@ -119,11 +118,12 @@ pub async fn receive(State(ctx): State<ApiContext>, request: Request) -> Respons
     let mut facts = attempt_facts(&request, remote);
     let asked = Representation::asked(request.headers());
     let exchange = as2::Exchange::read(request.headers());
-    let mut mic = None;
-    let arrived = deliver(&ctx, request, remote, &mut facts, received_at, exchange.as_ref(), &mut mic).await;
+    let mut checked = None;
+    let arrived =
+        deliver(&ctx, request, remote, &mut facts, received_at, exchange.as_ref(), &mut checked).await;
     let exchange = exchange.filter(|_| facts.transport.door == Door::As2);
     let receipt = |facts: &mut AttemptFacts, outcome| {
-        exchange.as_ref().and_then(|exchange| as2::receipt(&ctx, exchange, mic.as_ref(), outcome, facts))
+        exchange.as_ref().and_then(|exchange| as2::receipt(&ctx, exchange, checked.as_ref(), outcome, facts))
     };
     let arrived = match arrived {
         Ok(arrived) => arrived,
@@ -282,7 +282,7 @@ async fn deliver(
     facts: &mut AttemptFacts,
     received_at: chrono::DateTime<Utc>,
     exchange: Option<&as2::Exchange>,
-    mic: &mut Option<Mic>,
+    checked: &mut Option<as2::Checked>,
 ) -> Result<Arrived, ApiError> {
     let (parts, body) = request.into_parts();
     let mut admitted = match admit(ctx, &parts, remote, facts).await {
@@ -300,8 +300,9 @@ async fn deliver(
     let as2 = exchange.filter(|_| admitted.recognised.transport.door == Door::As2);
     let (caller, body) = match as2 {
         Some(exchange) => {
-            let (caller, opened) = as2::open(ctx, caller, exchange, &parts.headers, body, facts).await?;
-            *mic = Some(opened.mic);
+            let (caller, opened, receipt) =
+                as2::open(ctx, caller, exchange, &parts.headers, body, facts).await?;
+            *checked = Some(receipt);
             admitted.recognised.content_type = opened.content_type;
             admitted.recognised.transport = facts.transport.clone();
             (caller, Bytes::from(opened.payload))

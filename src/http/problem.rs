@@ -85,12 +85,14 @@ impl ApiError {
             }
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::As2(failure) => match failure {
-                As2Failure::AuthenticationFailed(_) | As2Failure::IntegrityCheckFailed => StatusCode::UNAUTHORIZED,
+                As2Failure::AuthenticationFailed(_) | As2Failure::IntegrityCheckFailed => {
+                    StatusCode::UNAUTHORIZED
+                }
                 As2Failure::InsufficientSecurity(_) => StatusCode::FORBIDDEN,
                 As2Failure::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-                As2Failure::Malformed(_) | As2Failure::DecryptionFailed | As2Failure::ReceiptUrlRefused(_) => {
-                    StatusCode::BAD_REQUEST
-                }
+                As2Failure::Malformed(_)
+                | As2Failure::DecryptionFailed(_)
+                | As2Failure::ReceiptUrlRefused(_) => StatusCode::BAD_REQUEST,
             },
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -280,6 +282,7 @@ pub const ANSWERS: Answers = Answers {
     conflict: |original_id, key| conflict(original_id, key).body(),
     status: |reply| reply_status(reply).as_u16(),
     refusal: |error| refusal_status(error).as_u16(),
+    receipt: super::as2::disposition_field,
 };
 
 #[cfg(test)]

@@ -56,6 +56,9 @@ const MAX_ID_BYTES: usize = 256;
 /// Longest metadata document kept, in bytes; beyond it the metadata says it was cut.
 const MAX_META_BYTES: usize = 2048;
 
+/// The metadata key of an AS2 receipt's mode.
+const RECEIPT_MODE: &str = "mdn_mode";
+
 /// The transport facts of one delivery.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Transport {
@@ -92,6 +95,16 @@ impl Transport {
         }
         let name = |key: &str| self.meta.get(key).and_then(Value::as_str);
         Some((name("as2_from")?, name("as2_to")))
+    }
+
+    /// Whether the sender asked for an AS2 receipt (MDN), whose disposition is then audited.
+    pub fn asks_receipt(&self) -> bool {
+        self.door == Door::As2 && self.meta.contains_key(RECEIPT_MODE)
+    }
+
+    /// Notes that the sender asked for an AS2 receipt, `sync` or `async`.
+    pub fn asking_receipt(self, mode: &'static str) -> Transport {
+        self.with(RECEIPT_MODE, Some(mode))
     }
 
     /// The metadata as stored: JSON of at most [`MAX_META_BYTES`], or none when there is none.

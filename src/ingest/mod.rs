@@ -74,6 +74,8 @@ pub struct Answers {
     pub conflict: fn(Uuid, &IdempotencyKey) -> String,
     pub status: fn(Reply) -> u16,
     pub refusal: fn(&Error) -> u16,
+    /// The disposition an AS2 receipt (MDN) gives each reply, audited with an attempt that asked for one.
+    pub receipt: fn(Reply) -> &'static str,
 }
 
 /// Why a delivery was not recorded.
@@ -307,11 +309,11 @@ impl Ingest {
             (Status::Rejected, ConflictPolicy::Quarantine) => Reply::Held,
             (Status::Rejected, _) => Reply::Rejected,
         };
-        FirstAttempt {
-            facts: facts.clone(),
-            outcome: first_outcome(delivery.status),
-            status: (self.answers.status)(reply),
+        let mut facts = facts.clone();
+        if facts.transport.asks_receipt() {
+            facts.transport = facts.transport.with("mdn", Some((self.answers.receipt)(reply)));
         }
+        FirstAttempt { facts, outcome: first_outcome(delivery.status), status: (self.answers.status)(reply) }
     }
 
     /// Processes a held delivery after all, under its partner's current settings: recorded under its

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine;
-use openssl::x509::X509;
 use base64::engine::general_purpose::STANDARD;
+use openssl::x509::X509;
 
 use super::{CredentialKind, Partner, api_key_hash};
 

@@ -183,7 +183,7 @@ pub struct NewPartner {
     /// A certificate (PEM) its AS2 gateway signs with (repeatable, for rotation): a message signed
     /// with it is this partner's.
     #[serde(default)]
-    #[arg(long = "as2-certificate")]
+    #[arg(long = "as2-certificate", allow_hyphen_values = true)]
     pub as2_certificates: Vec<String>,
     /// A URL prefix its asynchronous MDNs may be delivered to, e.g. `https://as2.acme.example/mdn`
     /// (repeatable; none: a message asking for an asynchronous MDN gets an error MDN).
@@ -249,8 +249,9 @@ impl NewPartner {
             return Err(format!("AS2 name {id:?} must be 1-128 printable ASCII characters"));
         }
         for pem in &self.as2_certificates {
-            openssl::x509::X509::from_pem(pem.as_bytes())
-                .map_err(|_| "an AS2 certificate must be one PEM certificate (-----BEGIN CERTIFICATE-----)")?;
+            openssl::x509::X509::from_pem(pem.as_bytes()).map_err(
+                |_| "an AS2 certificate must be one PEM certificate (-----BEGIN CERTIFICATE-----)",
+            )?;
         }
         if let Some(url) = self.as2_mdn_urls.iter().find(|url| !mdn_url_ok(url)) {
             return Err(format!("AS2 MDN URL {url:?} must be an http or https URL"));
@@ -293,8 +294,9 @@ fn sns_topic_ok(topic: &str) -> bool {
 
 /// An asynchronous MDN goes to an absolute http(s) URL with a host.
 fn mdn_url_ok(url: &str) -> bool {
-    reqwest::Url::parse(url)
-        .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some() && url.username().is_empty())
+    reqwest::Url::parse(url).is_ok_and(|url| {
+        matches!(url.scheme(), "http" | "https") && url.host().is_some() && url.username().is_empty()
+    })
 }
 
 /// Whether `url` starts with one of the partner's registered MDN URL prefixes.

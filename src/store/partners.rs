@@ -12,8 +12,8 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
-    As2Security,
-    ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus, ResponseForm, Validation,
+    As2Security, ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus,
+    ResponseForm, Validation,
 };
 
 /// One delivery attempt of an interchange's key, as audited.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the official clients (pinned: Standard Webhooks, the CloudEvents SDK, google-auth and
-# openapi-python-client, which generates a client from the served document, in a
+# Installs the official clients (pinned: Standard Webhooks, the CloudEvents SDK, google-auth,
+# pyas2lib and openapi-python-client, which generates a client from the served document, in a
 # virtualenv; AWS's SNS validator from npm, with Debian's nodejs when missing) and runs their checks
 # against the built binary.
 set -euo pipefail
@@ -12,6 +12,7 @@ cargo build --quiet --bin edi-inbox
 "$venv/bin/python" tests/clients/standard_webhooks_client.py
 "$venv/bin/python" tests/clients/cloudevents_client.py
 "$venv/bin/python" tests/clients/pubsub_push_client.py
+"$venv/bin/python" tests/clients/as2_client.py
 "$venv/bin/python" tests/clients/generated_client.py
 # AWS's own SNS message validator (npm), the independent check of the messages sns_client.py signs.
 if ! command -v npm >/dev/null; then

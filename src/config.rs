@@ -70,7 +70,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PartnerCommand {
     /// Register a partner; prints its first API key and Standard Webhooks secret (shown once).
-    Add(NewPartner),
+    Add(Box<NewPartner>),
     /// List partners as JSON.
     List,
     /// Show one partner as JSON.

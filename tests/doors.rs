@@ -103,7 +103,6 @@ async fn every_door_delivers_the_same_interchange_once(backend: Backend) {
                 ("as2-from", "ACME-AS2"),
                 ("as2-to", "BUYERCO-AS2"),
                 ("message-id", "<as2-1@acme.example>"),
-                ("disposition-notification-to", "edi@acme.example"),
             ],
             edi.clone(),
         )

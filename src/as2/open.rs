@@ -1,7 +1,9 @@
 //! Opening an AS2 message layer by layer: `application/pkcs7-mime` enveloped data is decrypted with
 //! this service's keys, compressed data inflated, `multipart/signed` verified against the partner's
-//! certificates, until the EDI entity is reached. The MIC of the receipt is taken from the first
-//! layer inside the encryption: the signed entity exactly as received, else the entity itself.
+//! certificates, until the EDI entity is reached. The MIC of the receipt is that of the signed
+//! entity exactly as received (the outermost signature, wherever it is nested: RFC 5402 signs
+//! before or after compressing); an unsigned message's is that of the first layer inside the
+//! encryption.
 
 use openssl::cms::{CMSOptions, CmsContentInfo};
 use openssl::pkey::{PKey, Private};
@@ -86,15 +88,18 @@ pub struct Opened {
 
 /// Opens a message whose outermost entity is `top` (the HTTP request's headers and body).
 pub fn open(top: &Entity<'_>, opening: &Opening<'_>) -> Result<Opened, Failure> {
-    let mut state = State { security: Security::default(), mic: None };
+    let mut state = State { security: Security::default(), signed_mic: None, unsigned_mic: None };
     let (payload, content_type) = layer(top, None, 0, opening, &mut state)?;
-    let mic = state.mic.unwrap_or_else(|| Mic::of(top.body, opening.mic));
+    let mic = state.signed_mic.or(state.unsigned_mic).unwrap_or_else(|| Mic::of(top.body, opening.mic));
     Ok(Opened { payload, content_type, security: state.security, mic })
 }
 
 struct State {
     security: Security,
-    mic: Option<Mic>,
+    /// The MIC of the outermost signed entity.
+    signed_mic: Option<Mic>,
+    /// The MIC of the first entity inside the encryption, for an unsigned message.
+    unsigned_mic: Option<Mic>,
 }
 
 /// Opens one layer and those inside it; `raw` is the entity as received, headers included (none
@@ -139,8 +144,8 @@ fn layer(
         let (signed, signature) = mime::signed_parts(entity.body, boundary)?;
         let signature = Entity::parse(signature)?.decoded_body()?;
         verify(signed, &signature, opening.signers)?;
-        if state.mic.is_none() {
-            state.mic = Some(Mic::of(signed, opening.mic));
+        if state.signed_mic.is_none() {
+            state.signed_mic = Some(Mic::of(signed, opening.mic));
         }
         state.security.signed = true;
         return layer(&Entity::parse(signed)?, Some(signed), depth + 1, opening, state);
@@ -152,10 +157,10 @@ fn layer(
     layer(&Entity::parse(&inner)?, Some(&inner), depth + 1, opening, state)
 }
 
-/// Takes the MIC from this entity unless an outer layer gave it.
+/// Takes an unsigned message's MIC from this entity unless an outer layer gave it.
 fn mic_once(state: &mut State, entity: &Entity<'_>, raw: Option<&[u8]>, opening: &Opening<'_>) {
-    if state.mic.is_none() {
-        state.mic = Some(Mic::of(raw.unwrap_or(entity.body), opening.mic));
+    if state.unsigned_mic.is_none() && state.signed_mic.is_none() {
+        state.unsigned_mic = Some(Mic::of(raw.unwrap_or(entity.body), opening.mic));
     }
 }
 

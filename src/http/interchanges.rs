@@ -49,8 +49,17 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
 /// - **AWS SNS**: `x-amz-sns-message-type` (the body is SNS's JSON whatever its `Content-Type`):
 ///   a `Notification` carries the interchange in `Message`; `SubscriptionConfirmation` and
 ///   `UnsubscribeConfirmation` are answered 200 and kept for an operator (`/v1/admin/sns-subscriptions`);
-/// - **AS2 gateway**: a raw body with `AS2-From` (checked against the partner's AS2 names, 403 otherwise),
-///   `AS2-To`, `Message-ID`, `Disposition-Notification-To`, `Original-Message-ID`;
+/// - **AS2 gateway** (RFC 4130): `AS2-From` (one of the partner's AS2 names, 403 otherwise), `AS2-To`,
+///   `Message-ID`; the body is the EDI, or S/MIME around it (`application/pkcs7-mime` enveloped or
+///   compressed data, `multipart/signed`, nested in any order, binary or base64). A signature with
+///   the partner's registered certificate proves the partner without an API key. With
+///   `Disposition-Notification-To` the answer is an MDN (`multipart/report`, signed as
+///   `multipart/signed` when `Disposition-Notification-Options` asks): HTTP 200 with disposition
+///   `processed` on first delivery and every resend, `processed/error` with a modifier for a refusal
+///   (`decryption-failed`, `authentication-failed`, `integrity-check-failed`,
+///   `insufficient-message-security`, `unexpected-processing-error` with the problem's detail); or,
+///   with `Receipt-Delivery-Option` on one of the partner's registered MDN URLs, an empty 200 and
+///   the MDN POSTed there. A 429 or 503 stays HTTP, for the gateway to retry;
 /// - **Standard Webhooks**: a raw body with `webhook-id`, `webhook-timestamp`, `webhook-signature`.
 ///
 /// Partners whose conflict policy is `quarantine` get 202 (held) instead of 409 or 422; partners'
@@ -66,9 +75,14 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             description = "SNS: `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`"),
         ("ce-id" = Option<String>, Header, description = "CloudEvents binary mode (with `ce-specversion`, `ce-source`, `ce-type`)"),
         ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
+        ("AS2-To" = Option<String>, Header, description = "AS2: this service's AS2 name"),
+        ("Message-ID" = Option<String>, Header, description = "AS2: the message's id, quoted in its MDN as `Original-Message-ID`"),
+        ("Disposition-Notification-To" = Option<String>, Header, description = "AS2: asks for an MDN (any value)"),
+        ("Disposition-Notification-Options" = Option<String>, Header, description = "AS2: a signed MDN and its MIC algorithm, e.g. `signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256`"),
+        ("Receipt-Delivery-Option" = Option<String>, Header, description = "AS2: where to POST the MDN instead of answering with it; must start with one of the partner's `as2_mdn_urls`"),
         ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (each invoice's id, number, total and link, no lines), marked `Preference-Applied: return=minimal`"),
     ),
-    security((), ("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("standard_webhooks" = [])),
+    security((), ("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("as2_signature" = []), ("standard_webhooks" = [])),
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
@@ -79,14 +93,16 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
             (String = "application/octet-stream", example = json!(doors::example_x12(1150))),
             (doors::CloudEvent = "application/cloudevents+json", example = json!(doors::example_cloud_event())),
             (doors::PushRequest = "application/json", example = json!(doors::example_pubsub_push())),
+            (String = "application/pkcs7-mime"),
+            (String = "multipart/signed"),
         )
     ),
     responses(
         (status = 201, description = "First delivery: recorded and booked. With `Accept: application/edi-x12` or `application/edifact` the body is the acknowledgement (997/999/TA1 or CONTRL) instead",
             content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
             headers(("Location" = String, description = "URL of the interchange resource"))),
-        (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement). Also: a bypassed interchange (`BypassedResource`), and a kept SNS confirmation message (`SnsSubscription`)",
-            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
+        (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement). Also: a bypassed interchange (`BypassedResource`), a kept SNS confirmation message (`SnsSubscription`), and every AS2 MDN (`multipart/report`, or `multipart/signed` around it; empty when the MDN is sent asynchronously)",
+            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact"), ("multipart/report"), ("multipart/signed")),
             headers(("Idempotent-Replayed" = String, description = "`true`"),
                 ("Content-Location" = String, description = "URL of the interchange resource"))),
         (status = 202, description = "Quarantined (partners with `conflict_policy: quarantine`): a conflict or invalid interchange held for an operator; the same entry, with `Idempotent-Replayed: true`, on every redelivery",

@@ -18,14 +18,15 @@ Errors are RFC 9457 `application/problem+json` documents whose `type` is one of 
 `/problems/unsupported-media-type` (415), `/problems/invalid-interchange` (422), `/problems/rate-limited` (429), \
 `/problems/internal-error` (500) and `/problems/unavailable` (503). EDI errors carry \
 `segment_position`, `segment` and `element`.\n\n\
-With partner authentication (`--auth partners`, the default off loopback) deliveries need a partner's API key \
-or Standard Webhooks signature, and the read endpoints need the admin token; on loopback in open mode nothing \
+With partner authentication (`--auth partners`, the default off loopback) deliveries need a partner's API key, \
+Standard Webhooks signature, Pub/Sub push token, SNS topic or AS2 signature, and the read endpoints need the admin token; on loopback in open mode nothing \
 is asked.\n\n\
 With an accounting API configured (`EDI_INBOX_ACCOUNTING_URL`), every recorded invoice gets an outbox message in \
 the same transaction; a relay POSTs it to that API with an `Idempotency-Key` and shows the result on the invoice \
 (`accounting`). Dead messages are listed, retried and discarded under `/v1/admin/outbox`.\n\n\
 Push brokers deliver as they already do: CloudEvents (binary and structured, with the webhook validation \
-handshake), Google Pub/Sub push, AWS SNS and AS2 gateways all POST to `/v1/interchanges`; the key stays the EDI key. \
+handshake), Google Pub/Sub push (its OIDC token verified), AWS SNS (its signature verified) and AS2 gateways \
+(S/MIME decrypted and verified, answered with an MDN) all POST to `/v1/interchanges`; the key stays the EDI key. \
 Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin/quarantine` and \
 `/v1/admin/sns-subscriptions`. `edi-inbox consume` reads the same interchanges from RabbitMQ or NATS JetStream.",
         license(name = "MIT OR Apache-2.0")
@@ -76,6 +77,13 @@ impl utoipa::Modify for Security {
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "x-amz-sns-message-type",
                 "An SNS message signed by SNS (SignatureVersion 1 or 2, in the body) with a certificate from a trusted `SigningCertURL`, of a partner's `--sns-topic`",
+            ))),
+        );
+        components.add_security_scheme(
+            "as2_signature",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "AS2-From",
+                "An AS2 message (RFC 4130) S/MIME-signed with one of the certificates registered for the partner whose AS2 name `AS2-From` is (`as2_certificates`)",
             ))),
         );
         components.add_security_scheme(
@@ -186,16 +194,17 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
 /// macros cannot say about the delivery:
 /// - its raw X12 request type comes first, as Swagger UI offers the first one (utoipa sorts them,
 ///   which put `application/cloudevents+json` there);
-/// - `application/octet-stream` is a binary string, so that generated clients send a file's bytes;
+/// - `application/octet-stream` and AS2's S/MIME types are binary strings, so that generated clients
+///   send a file's bytes;
 /// - its 200 is any of the replayed interchange, a bypassed one and a kept SNS message (`anyOf`:
 ///   a replayed interchange also has every field of a bypassed one).
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     let mut value = serde_json::to_value(doc).unwrap_or_default();
     let delivery = "/paths/~1v1~1interchanges/post";
-    if let Some(schema) =
-        value.pointer_mut(&format!("{delivery}/requestBody/content/application~1octet-stream/schema"))
-    {
-        *schema = serde_json::json!({"type": "string", "format": "binary"});
+    for binary in ["application~1octet-stream", "application~1pkcs7-mime", "multipart~1signed"] {
+        if let Some(schema) = value.pointer_mut(&format!("{delivery}/requestBody/content/{binary}/schema")) {
+            *schema = serde_json::json!({"type": "string", "format": "binary"});
+        }
     }
     if let Some(schema) =
         value.pointer_mut(&format!("{delivery}/responses/200/content/application~1json/schema"))

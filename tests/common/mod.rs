@@ -109,6 +109,7 @@ pub fn server_config() -> ServerConfig {
         admin_token: None,
         webhook_allowed_origins: Vec::new(),
         as2_receiver_ids: Vec::new(),
+        as2_keys: Vec::new(),
         pubsub_audience: None,
         pubsub_jwks: "https://www.googleapis.com/oauth2/v3/certs".into(),
         sns_cert_urls: vec!["https://sns.*.amazonaws.com/".into(), "https://sns.*.amazonaws.com.cn/".into()],

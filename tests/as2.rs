@@ -1,0 +1,300 @@
+//! AS2 through HTTP in the nestings pyas2lib does not make (tests/clients/as2_client.py drives
+//! pyas2lib itself): sign-then-compress inside encryption with a base64 transfer encoding, the
+//! receipt's MIC and signature checked with OpenSSL against the exact signed part; plain EDI with a
+//! receipt asked; an invalid interchange and a refused message answered with error MDNs; no
+//! receipt asked, the refusal stays HTTP. On SQLite and PostgreSQL.
+
+mod common;
+
+use std::io::Write;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use common::partners::{ADMIN, register, secured};
+use common::{Backend, Harness, Reply, numbered};
+use edi_inbox::config::ServerConfig;
+use openssl::asn1::Asn1Time;
+use openssl::cms::{CMSOptions, CmsContentInfo};
+use openssl::hash::MessageDigest;
+use openssl::pkey::{PKey, Private};
+use openssl::rsa::Rsa;
+use openssl::stack::Stack;
+use openssl::symm::Cipher;
+use openssl::x509::{X509, X509NameBuilder};
+use serde_json::json;
+
+/// A key and its self-signed certificate.
+struct Pair {
+    key: PKey<Private>,
+    certificate: X509,
+}
+
+impl Pair {
+    fn new(name: &str) -> Pair {
+        let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
+        let mut subject = X509NameBuilder::new().unwrap();
+        subject.append_entry_by_text("CN", name).unwrap();
+        let subject = subject.build();
+        let mut builder = X509::builder().unwrap();
+        builder.set_version(2).unwrap();
+        let mut serial = openssl::bn::BigNum::new().unwrap();
+        serial.rand(64, openssl::bn::MsbOption::MAYBE_ZERO, false).unwrap();
+        builder.set_serial_number(&serial.to_asn1_integer().unwrap()).unwrap();
+        builder.set_subject_name(&subject).unwrap();
+        builder.set_issuer_name(&subject).unwrap();
+        builder.set_pubkey(&key).unwrap();
+        builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+        builder.set_not_after(&Asn1Time::days_from_now(30).unwrap()).unwrap();
+        builder.sign(&key, MessageDigest::sha256()).unwrap();
+        Pair { key, certificate: builder.build() }
+    }
+
+    fn certificate_pem(&self) -> String {
+        String::from_utf8(self.certificate.to_pem().unwrap()).unwrap()
+    }
+
+    /// Key and certificate in one PEM file, as `--as2-keys` reads them.
+    fn write(&self) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("edi-inbox-as2-{}.pem", uuid::Uuid::now_v7()));
+        let mut pem = self.key.private_key_to_pem_pkcs8().unwrap();
+        pem.extend(self.certificate.to_pem().unwrap());
+        std::fs::write(&path, pem).unwrap();
+        path
+    }
+}
+
+/// `multipart/signed` around `entity` (headers included): the signed part as sent, and the whole.
+fn signed(entity: &[u8], signer: &Pair) -> (Vec<u8>, Vec<u8>) {
+    let cms = CmsContentInfo::sign(
+        Some(&signer.certificate),
+        Some(&signer.key),
+        None,
+        Some(entity),
+        CMSOptions::DETACHED | CMSOptions::BINARY,
+    )
+    .unwrap();
+    let signature = STANDARD.encode(cms.to_der().unwrap());
+    let mut whole = b"Content-Type: multipart/signed; protocol=\"application/pkcs7-signature\"; micalg=sha-256;\r\n\tboundary=\"sig-b\"\r\n\r\n--sig-b\r\n".to_vec();
+    whole.extend_from_slice(entity);
+    whole.extend_from_slice(
+        format!("\r\n--sig-b\r\nContent-Type: application/pkcs7-signature\r\nContent-Transfer-Encoding: base64\r\n\r\n{signature}\r\n--sig-b--\r\n")
+            .as_bytes(),
+    );
+    (entity.to_vec(), whole)
+}
+
+fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    match content.len() {
+        n if n < 0x80 => out.push(n as u8),
+        n if n < 0x100 => out.extend([0x81, n as u8]),
+        n => out.extend([0x82, (n >> 8) as u8, n as u8]),
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// An RFC 3274 compressed-data entity around `entity`, base64 as its transfer encoding.
+fn compressed(entity: &[u8]) -> Vec<u8> {
+    const ID_DATA: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01];
+    const COMPRESSED_DATA: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x10, 0x01, 0x09];
+    const ZLIB: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x10, 0x03, 0x08];
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    zlib.write_all(entity).unwrap();
+    let stream = zlib.finish().unwrap();
+    let encapsulated = tlv(0x30, &[tlv(0x06, ID_DATA), tlv(0xA0, &tlv(0x04, &stream))].concat());
+    let data = tlv(0x30, &[tlv(0x02, &[0]), tlv(0x30, &tlv(0x06, ZLIB)), encapsulated].concat());
+    let info = tlv(0x30, &[tlv(0x06, COMPRESSED_DATA), tlv(0xA0, &data)].concat());
+    let mut out = b"Content-Type: application/pkcs7-mime; smime-type=compressed-data; name=smime.p7z\r\nContent-Transfer-Encoding: base64\r\n\r\n".to_vec();
+    out.extend(STANDARD.encode(info).as_bytes().chunks(76).flat_map(|line| [line, b"\r\n"].concat()));
+    out
+}
+
+/// The DER of `entity` encrypted to `recipient` (AES-128-CBC).
+fn encrypted(entity: &[u8], recipient: &Pair) -> Vec<u8> {
+    let mut recipients = Stack::new().unwrap();
+    recipients.push(recipient.certificate.clone()).unwrap();
+    let cms =
+        CmsContentInfo::encrypt(&recipients, entity, Cipher::aes_128_cbc(), CMSOptions::BINARY).unwrap();
+    cms.to_der().unwrap()
+}
+
+fn edi_entity(control: u32) -> Vec<u8> {
+    [b"Content-Type: application/edi-x12\r\n\r\n".to_vec(), numbered(control)].concat()
+}
+
+const RECEIPT_OPTIONS: &str =
+    "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256";
+
+async fn post(h: &Harness, content_type: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
+    let mut request = h
+        .app
+        .client
+        .post(h.app.url("/v1/interchanges"))
+        .header("content-type", content_type)
+        .header("as2-from", "\"ACME AS2\"")
+        .header("as2-to", "BUYERCO")
+        .header("as2-version", "1.2");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    Reply::send(request.body(body)).await
+}
+
+/// The `message/disposition-notification` fields of an MDN answer, after checking its signature
+/// over the exact first part with `station`'s certificate.
+fn verified_receipt(reply: &Reply, station: &Pair) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let content_type = reply.header("content-type").unwrap();
+    assert!(content_type.starts_with("multipart/signed"), "{content_type}");
+    let boundary = content_type.split("boundary=\"").nth(1).unwrap().trim_end_matches('"');
+    let delimiter = format!("--{boundary}");
+    let parts: Vec<&str> = reply.text.split(&delimiter).collect();
+    let first = parts[1].strip_prefix("\r\n").unwrap().strip_suffix("\r\n").unwrap();
+    let signature = parts[2].split("\r\n\r\n").nth(1).unwrap().replace("\r\n", "");
+    let mut cms = CmsContentInfo::from_der(&STANDARD.decode(signature).unwrap()).unwrap();
+    let mut certificates = Stack::new().unwrap();
+    certificates.push(station.certificate.clone()).unwrap();
+    let flags = CMSOptions::BINARY | CMSOptions::NOINTERN | CMSOptions::NO_SIGNER_CERT_VERIFY;
+    cms.verify(Some(&certificates), None, Some(first.as_bytes()), None, flags)
+        .unwrap_or_else(|e| panic!("the MDN's signature does not verify ({e}): {}", reply.text));
+    first.split("message/disposition-notification").nth(1).unwrap().to_owned()
+}
+
+fn mic(content: &[u8]) -> String {
+    STANDARD.encode(openssl::hash::hash(MessageDigest::sha256(), content).unwrap())
+}
+
+/// Sign, then compress, then encrypt (base64 on the wire): booked once, every resend `processed`
+/// with the MIC of the exact signed part; an invalid interchange and a message of another signer
+/// get error MDNs and book nothing; without a receipt asked, a refusal is an HTTP 401.
+async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend) {
+    let (station, partner, stranger) = (Pair::new("edi-inbox"), Pair::new("acme"), Pair::new("mallory"));
+    let keys = station.write();
+    let server =
+        ServerConfig { as2_keys: vec![keys.clone()], as2_receiver_ids: vec!["BUYERCO".into()], ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    register(
+        &h,
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME AS2"],
+            "as2_certificates": [partner.certificate_pem()], "as2_security": "signed-encrypted"}),
+    )
+    .await;
+    let receipt_asked = [
+        ("disposition-notification-to", "edi@acme.example"),
+        ("disposition-notification-options", RECEIPT_OPTIONS),
+    ];
+    let (signed_part, signed_entity) = signed(&edi_entity(601), &partner);
+    let wire = STANDARD.encode(encrypted(&compressed(&signed_entity), &station)).into_bytes();
+    let smime = "application/pkcs7-mime; smime-type=enveloped-data; name=smime.p7m";
+    let mut headers = receipt_asked.to_vec();
+    headers.extend([("content-transfer-encoding", "base64"), ("message-id", "<sign-then-compress@acme>")]);
+    for _ in 0..2 {
+        let reply = post(&h, smime, &headers, wire.clone()).await;
+        let fields = verified_receipt(&reply, &station);
+        assert!(
+            fields.contains("Disposition: automatic-action/MDN-sent-automatically; processed\r\n"),
+            "{fields}"
+        );
+        assert!(
+            fields.contains(&format!("Received-Content-MIC: {}, sha-256", mic(&signed_part))),
+            "{fields}"
+        );
+        assert!(fields.contains("Original-Message-ID: <sign-then-compress@acme>"), "{fields}");
+        assert_eq!(reply.header("as2-to"), Some("\"ACME AS2\""));
+    }
+    assert_eq!(invoices(&h).await, 1);
+
+    let wrong_count = String::from_utf8(numbered(602)).unwrap().replace("SE*18*0001", "SE*17*0001");
+    let broken = [b"Content-Type: application/edi-x12\r\n\r\n".to_vec(), wrong_count.into_bytes()].concat();
+    let (_, broken) = signed(&broken, &partner);
+    let reply = post(&h, smime, &receipt_asked, encrypted(&broken, &station)).await;
+    let fields = verified_receipt(&reply, &station);
+    assert!(fields.contains("; processed/error: unexpected-processing-error\r\n"), "{fields}");
+    assert!(reply.text.contains("SE01"), "the problem's detail is in the MDN: {}", reply.text);
+
+    let (_, foreign) = signed(&edi_entity(603), &stranger);
+    let reply = post(&h, smime, &receipt_asked, encrypted(&foreign, &station)).await;
+    let fields = verified_receipt(&reply, &station);
+    assert!(fields.contains("; processed/error: decryption-failed\r\n"), "inside encryption: {fields}");
+    let (_, plain_foreign) = signed(&edi_entity(604), &stranger);
+    let reply = post(
+        &h,
+        "multipart/signed; boundary=sig-b",
+        &receipt_asked,
+        plain_foreign[plain_foreign.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..].to_vec(),
+    )
+    .await;
+    let fields = verified_receipt(&reply, &station);
+    assert!(fields.contains("; processed/error: authentication-failed\r\n"), "{fields}");
+    let reply = post(&h, "application/edi-x12", &receipt_asked, numbered(605)).await;
+    let fields = verified_receipt(&reply, &station);
+    assert!(
+        fields.contains("; processed/error: insufficient-message-security\r\n"),
+        "unsigned for a partner that must sign: {fields}"
+    );
+
+    let reply = post(&h, smime, &[], encrypted(&foreign, &station)).await;
+    reply.assert_problem(400, "invalid-transport");
+    assert_eq!(invoices(&h).await, 1, "nothing refused was booked");
+    let _ = std::fs::remove_file(keys);
+    h.finish().await;
+}
+
+/// The EDI straight in the body with a receipt asked, in open mode: an unsigned MDN says
+/// `processed` for the first delivery and its resend (one invoice), and the attempt records it.
+async fn plain_edi_with_a_receipt_asked_is_answered_with_an_mdn(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let asked = [("disposition-notification-to", "edi@acme.example"), ("message-id", "<plain-1@acme>")];
+    for _ in 0..2 {
+        let reply = post(&h, "application/edi-x12", &asked, numbered(611)).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert!(
+            reply
+                .header("content-type")
+                .unwrap()
+                .starts_with("multipart/report; report-type=disposition-notification")
+        );
+        assert!(reply.text.contains("; processed\r\n"), "{}", reply.text);
+        assert!(
+            reply.text.contains(&format!("Received-Content-MIC: {}, sha-256", mic(&numbered(611)))),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(h.app.all_invoices().await.len(), 1);
+    let listed = Reply::send(h.app.client.get(h.app.url("/v1/interchanges?control_number=000000611"))).await;
+    let id = listed.json()["items"][0]["id"].as_str().unwrap().to_owned();
+    let attempts = common::eventually(async || attempts_of(&h, &id).await, |items| items.len() == 2).await;
+    let receipts: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|attempt| {
+            (
+                attempt["transport"]["mdn"].as_str().unwrap(),
+                attempt["transport"]["mdn_mode"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        receipts,
+        [("processed", "sync"); 2],
+        "the first attempt (written with the claim) and the resend"
+    );
+    h.finish().await;
+}
+
+/// Invoices booked, read with the admin token.
+async fn invoices(h: &Harness) -> usize {
+    let reply = Reply::send(h.app.client.get(h.app.url("/v1/invoices?limit=500")).bearer_auth(ADMIN)).await;
+    reply.json()["items"].as_array().unwrap().len()
+}
+
+async fn attempts_of(h: &Harness, id: &str) -> Vec<serde_json::Value> {
+    let reply = Reply::send(h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}/deliveries")))).await;
+    reply.json()["items"].as_array().unwrap().clone()
+}
+
+both_backends!(
+    an_as2_gateway_gets_a_receipt_for_every_final_outcome,
+    plain_edi_with_a_receipt_asked_is_answered_with_an_mdn
+);

@@ -1,6 +1,8 @@
 # Multi-stage build: the release binary, compiled as CI compiles it (`cargo build --release
 # --locked`), shipped on a slim Debian with nothing else. Base images are pinned to exact versions.
-FROM rust:1.95.0-slim-bookworm AS build
+# The full (not slim) Rust image has the perl and make that build the vendored OpenSSL (AS2's
+# S/MIME), which is linked statically: the runtime image needs no libssl.
+FROM rust:1.95.0-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src

@@ -230,8 +230,8 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     let reply = post(&h, "application/edi-x12", &receipt_asked, numbered(605)).await;
     let fields = verified_receipt(&reply, &station);
     assert!(
-        fields.contains("; processed/error: insufficient-message-security\r\n"),
-        "unsigned for a partner that must sign: {fields}"
+        fields.contains("; processed/error: authentication-failed\r\n"),
+        "unsigned, no API key: whatever the partner requires, no proof: {fields}"
     );
 
     let reply = post(&h, smime, &[], encrypted(&foreign, &station)).await;

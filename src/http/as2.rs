@@ -135,9 +135,8 @@ pub async fn open(
     if let Some(receipt) = &exchange.receipt {
         facts.transport = std::mem::take(&mut facts.transport).asking_receipt(receipt.mode());
     }
-    if let Some(missing) = sender.as_ref().and_then(|sender| sender.partner.as2_security.missing(security)) {
-        return Err(refused(Failure::InsufficientSecurity(missing)));
-    }
+    // A caller with no other proof is authenticated first, so that a stranger learns nothing of a
+    // partner's requirements (nor whether its AS2 name exists).
     let caller = match caller {
         Caller::As2Signed => match (&sender, security.signed) {
             (Some(sender), true) => Caller::Partner(ingest::active(Arc::clone(&sender.partner))?),
@@ -151,6 +150,9 @@ pub async fn open(
         },
         other => other,
     };
+    if let Some(missing) = sender.as_ref().and_then(|sender| sender.partner.as2_security.missing(security)) {
+        return Err(refused(Failure::InsufficientSecurity(missing)));
+    }
     let return_to = exchange.receipt.as_ref().and_then(|receipt| receipt.return_to.clone());
     if let Some(url) = &return_to {
         let allowed =

@@ -87,9 +87,10 @@ def main():
         directory = pathlib.Path(directory)
         (directory / "station.pem").write_bytes(station_pair)
         database = f"sqlite://{directory}/inbox.db"
-        edi_inbox(database, "partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY",
+        added = edi_inbox(database, "partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY",
                   "--as2-id", PARTNER_AS2, "--as2-certificate", partner_certificate.decode(),
                   "--as2-security", "signed", "--as2-mdn-url", mdn_url)
+        api_key = json.loads(added[:added.rindex("}") + 1])["secrets"][0]["secret"]
         environment = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="info")
         server = edi_inbox(
             database, "--bind", "127.0.0.1:0", "--auth", "partners", "--admin-token", ADMIN_TOKEN,
@@ -158,8 +159,14 @@ def main():
                   receipt(stranger, raw) == ("processed/error", "authentication-failed"), raw[:600])
             unsigned = built("000000904", sign=False, mdn_digest_alg=None)
             status, raw = send(unsigned)
-            check("unsigned when the partner must sign: insufficient-message-security",
-                  receipt(unsigned, raw) == ("processed/error", "insufficient-message-security"), raw[:600])
+            check("unsigned without an API key: authentication-failed (a stranger learns no requirement)",
+                  receipt(unsigned, raw) == ("processed/error", "authentication-failed"), raw[:600])
+            keyed = gateway(sign=False, mdn_digest_alg=None)
+            keyed.build(edi("000000904"), content_type="application/edi-x12",
+                        additional_headers={"Authorization": f"Bearer {api_key}"})
+            status, raw = send(keyed)
+            check("unsigned with the partner's API key, the partner must sign: insufficient-message-security",
+                  receipt(keyed, raw) == ("processed/error", "insufficient-message-security"), raw[:600])
             wrong_key = built("000000905", encrypt_to=other_station_certificate)
             status, raw = send(wrong_key)
             verdict = receipt(wrong_key, raw)

@@ -88,9 +88,11 @@ pub struct Receipt<'a> {
     pub disposition: &'a Disposition,
 }
 
-/// A written MDN: the MIME headers that travel as HTTP headers, and the body.
+/// A written MDN: its own Message-ID and the MIME headers that travel as HTTP headers, and the
+/// body.
 #[derive(Clone, Debug)]
 pub struct Written {
+    pub message_id: String,
     pub content_type: String,
     pub body: Vec<u8>,
 }
@@ -100,23 +102,32 @@ fn one_line(value: &str) -> String {
     value.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
-/// A random MIME boundary.
-fn boundary() -> String {
-    let mut bytes = [0u8; 18];
-    // Without randomness a fixed boundary still works: the parts never contain it.
-    let _ = getrandom::fill(&mut bytes);
-    format!("----=_edi-inbox_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+/// What identifies a receipt: the message it answers, what was received and the disposition. The
+/// same message resent with the same outcome gets the same receipt, byte for byte but for a
+/// signature's time.
+fn seed(receipt: &Receipt<'_>) -> [u8; 32] {
+    let mic = receipt.mic.map(Mic::to_string).unwrap_or_default();
+    let identity =
+        [receipt.original_message_id, receipt.recipient, &mic, &receipt.disposition.field()].join("\n");
+    openssl::sha::sha256(identity.as_bytes())
+}
+
+/// A MIME boundary of its own for each `part` of a receipt.
+fn boundary(seed: &[u8; 32], part: &str) -> String {
+    let digest = openssl::sha::sha256(&[seed.as_slice(), part.as_bytes()].concat());
+    format!("----=_edi-inbox_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18]))
 }
 
 /// Writes the `multipart/report` of `receipt`, signed with `signer` when given.
 pub fn write(receipt: &Receipt<'_>, signer: Option<&Identity>) -> Result<Written, Failure> {
-    let report = report(receipt);
+    let seed = seed(receipt);
+    let report = report(receipt, &seed);
     let Some(signer) = signer else { return Ok(report) };
     // The signed entity is the report with its Content-Type header, as the sender will read it.
     let mut signed = format!("Content-Type: {}\r\n\r\n", report.content_type).into_bytes();
     signed.extend_from_slice(&report.body);
     let signature = STANDARD.encode(signer.sign(&signed)?);
-    let outer = boundary();
+    let outer = boundary(&seed, "signed");
     let mut body = format!("--{outer}\r\n").into_bytes();
     body.extend_from_slice(&signed);
     body.extend_from_slice(
@@ -134,10 +145,10 @@ pub fn write(receipt: &Receipt<'_>, signer: Option<&Identity>) -> Result<Written
     let content_type = format!(
         "multipart/signed; protocol=\"application/pkcs7-signature\"; micalg=\"sha-256\"; boundary=\"{outer}\""
     );
-    Ok(Written { content_type, body })
+    Ok(Written { message_id: report.message_id, content_type, body })
 }
 
-fn report(receipt: &Receipt<'_>) -> Written {
+fn report(receipt: &Receipt<'_>, seed: &[u8; 32]) -> Written {
     let recipient = one_line(receipt.recipient);
     let message_id = one_line(receipt.original_message_id);
     let text = match receipt.disposition {
@@ -160,7 +171,7 @@ fn report(receipt: &Receipt<'_>) -> Written {
         "Disposition: automatic-action/MDN-sent-automatically; {}\r\n",
         receipt.disposition.field()
     ));
-    let inner = boundary();
+    let inner = boundary(seed, "report");
     let body = format!(
         "--{inner}\r\nContent-Type: text/plain; charset=us-ascii\r\nContent-Transfer-Encoding: 7bit\r\n\r\n{text}\r\n\
          --{inner}\r\nContent-Type: message/disposition-notification\r\nContent-Transfer-Encoding: 7bit\r\n\r\n\
@@ -168,7 +179,8 @@ fn report(receipt: &Receipt<'_>) -> Written {
     );
     let content_type =
         format!("multipart/report; report-type=disposition-notification; boundary=\"{inner}\"");
-    Written { content_type, body: body.into_bytes() }
+    let hex: String = seed[..16].iter().map(|b| format!("{b:02x}")).collect();
+    Written { message_id: format!("<{hex}@edi-inbox>"), content_type, body: body.into_bytes() }
 }
 
 #[cfg(test)]
@@ -215,5 +227,13 @@ mod tests {
         assert!(text.contains("Original-Message-ID: <1@acme>  X: y\r\n"));
         assert!(!text.contains("\r\nInjected"));
         assert!(written.content_type.starts_with("multipart/report; report-type=disposition-notification"));
+        let again = write(&receipt, None).unwrap();
+        assert_eq!(
+            (&again.message_id, &again.body),
+            (&written.message_id, &text.into_bytes()),
+            "a resend's receipt"
+        );
+        let processed = Receipt { disposition: &Disposition::Processed, ..receipt };
+        assert_ne!(write(&processed, None).unwrap().message_id, again.message_id);
     }
 }

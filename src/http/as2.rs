@@ -221,7 +221,7 @@ pub fn receipt(
         Ok(written) => written,
         Err(error) => return Some(ApiError::As2(error).into_response()),
     };
-    let headers = match mdn_headers(exchange, &written.content_type) {
+    let headers = match mdn_headers(exchange, &written) {
         Ok(headers) => headers,
         Err(error) => return Some(error.into_response()),
     };
@@ -274,10 +274,10 @@ fn problem_detail(body: &str) -> String {
         .to_owned()
 }
 
-/// The headers of an MDN: ours and the partner's AS2 names swapped, a new Message-ID, its type.
-fn mdn_headers(exchange: &Exchange, content_type: &str) -> Result<HeaderMap, ApiError> {
+/// The headers of an MDN: ours and the partner's AS2 names swapped, its Message-ID and type.
+fn mdn_headers(exchange: &Exchange, written: &mdn::Written) -> Result<HeaderMap, ApiError> {
     let quoted = |name: &str| if name.contains(' ') { format!("\"{name}\"") } else { name.to_owned() };
-    let message_id = format!("<{}@edi-inbox>", uuid::Uuid::now_v7());
+    let (message_id, content_type) = (written.message_id.clone(), written.content_type.as_str());
     let mut headers = HeaderMap::new();
     for (name, value) in [
         ("as2-version", "1.2".to_owned()),

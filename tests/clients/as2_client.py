@@ -139,8 +139,12 @@ def main():
             check("Received-Content-MIC equals the MIC pyas2lib computed",
                   mic == [b"Received-Content-MIC: " + first.mic + b", sha256"], (mic, first.mic))
 
+            report = lambda raw: raw.split(b"\r\n\r\n", 1)[1].split(b"application/pkcs7-signature")[0]
+            first_report = report(raw)
             status, raw = send(first)
             check("the same message again: processed", receipt(first, raw) == ("processed", None), raw[:400])
+            check("... with the same MDN, byte for byte but for its signature", report(raw) == first_report,
+                  (report(raw)[:300], first_report[:300]))
             again = built("000000901", message_id="as2-first-resent")
             status, raw = send(again)
             check("the same EDI under a new Message-ID: processed", receipt(again, raw) == ("processed", None), raw[:400])

@@ -25,6 +25,11 @@ pub struct Readiness {
     /// Only in open mode or with the admin token: the probe is public, the backlog is not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<Backlog>,
+    /// Only in open mode or with the admin token, on PostgreSQL: `host:port` of the primary
+    /// written to (of the hosts of a multi-host `DATABASE_URL`, the one found writable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "db2.internal:5432")]
+    pub primary: Option<String>,
 }
 
 /// The outbox messages not delivered yet.
@@ -70,9 +75,9 @@ pub async fn readyz(State(ctx): State<ApiContext>, parts: Parts) -> Result<Json<
         Ok(false) => return Err(unavailable(StoreError::Corrupt("migrations are not applied".into()))),
         Err(error) => return Err(unavailable(error)),
     }
-    let outbox = match auth::is_operator(&ctx, &parts) {
-        true => Some(ctx.store.outbox_stats().await.map_err(unavailable)?.into()),
-        false => None,
+    let (outbox, primary) = match auth::is_operator(&ctx, &parts) {
+        true => (Some(ctx.store.outbox_stats().await.map_err(unavailable)?.into()), ctx.store.primary_host()),
+        false => (None, None),
     };
-    Ok(Json(Readiness { status: "ready", outbox }))
+    Ok(Json(Readiness { status: "ready", outbox, primary }))
 }

@@ -7,7 +7,7 @@ macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
             $crate::store::Db::Postgres(postgres) => {
-                let $pool = &postgres.pool;
+                let $pool = &postgres.primary.pool();
                 $body
             }
             $crate::store::Db::Sqlite(sqlite) => {
@@ -25,7 +25,7 @@ macro_rules! in_write_transaction {
     ($db:expr, $tx:ident => $body:expr) => {
         match $db {
             $crate::store::Db::Postgres(postgres) => {
-                let mut $tx = postgres.pool.begin().await?;
+                let mut $tx = postgres.primary.pool().begin().await?;
                 $body
             }
             $crate::store::Db::Sqlite(sqlite) => {
@@ -68,6 +68,7 @@ macro_rules! bind_inbox_row {
 mod audit;
 mod batch;
 mod exports;
+mod hosts;
 mod invoices;
 mod outbox;
 mod partners;
@@ -111,8 +112,12 @@ enum Db {
 }
 
 impl Db {
+    /// Whether the store was closed (a pool replaced after a failover is not).
     fn is_closed(&self) -> bool {
-        on_db!(self, pool => pool.is_closed())
+        match self {
+            Db::Postgres(postgres) => postgres.primary.is_closed(),
+            Db::Sqlite(sqlite) => sqlite.pool.is_closed(),
+        }
     }
 }
 
@@ -174,10 +179,10 @@ fn is_transient(error: &sqlx::Error) -> bool {
             Ok(sqlite) if code.len() < 5 => matches!(sqlite & 0xff, 5 | 6),
             // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P0x shutdown
             // or cannot connect now, 40001/40P01 serialization failure / deadlock.
+            // 25006: read-only transaction, a primary demoted under us (failover).
             _ => {
                 ["08", "53", "57P"].iter().any(|class| code.starts_with(class))
-                    || code == "40001"
-                    || code == "40P01"
+                    || matches!(code.as_ref(), "40001" | "40P01" | "25006")
             }
         }),
         _ => false,
@@ -246,13 +251,36 @@ impl Store {
             outbox_stats: std::sync::Mutex::default(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
+        if let Db::Postgres(postgres) = &db {
+            let shared = Arc::downgrade(&shared);
+            postgres.primary.watch(move |host| {
+                metrics::counter!("edi_inbox_db_failovers_total").increment(1);
+                tracing::warn!(host, "PostgreSQL failover: new connections go to the new primary");
+                // What this process remembers of the old primary may not be on the new one (an
+                // asynchronous standby loses its last commits): answer from the database again.
+                if let Some(shared) = shared.upgrade() {
+                    shared.replays.clear();
+                    shared.directory.set(None);
+                }
+            });
+        }
         Ok(Store { db, shared })
+    }
+
+    /// `host:port` of the PostgreSQL server written to (none on SQLite).
+    pub fn primary_host(&self) -> Option<String> {
+        match &self.db {
+            Db::Postgres(postgres) => Some(postgres.primary.hosts().current().to_owned()),
+            Db::Sqlite(_) => None,
+        }
     }
 
     /// Applies the migrations of this backend that are not applied yet.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match &self.db {
-            Db::Postgres(postgres) => sqlx::migrate!("migrations/postgres").run(&postgres.pool).await?,
+            Db::Postgres(postgres) => {
+                sqlx::migrate!("migrations/postgres").run(&postgres.primary.pool()).await?
+            }
             Db::Sqlite(sqlite) => sqlx::migrate!("migrations/sqlite").run(&sqlite.pool).await?,
         }
         Ok(())
@@ -384,7 +412,10 @@ impl Store {
         if let Err(error) = audit::flush(&self.db, &self.shared.audit).await {
             tracing::warn!(%error, "the last audit records could not be written");
         }
-        on_pool!(self, pool => pool.close().await);
+        match &self.db {
+            Db::Postgres(postgres) => postgres.primary.close().await,
+            Db::Sqlite(sqlite) => sqlite.pool.close().await,
+        }
     }
 }
 

@@ -114,7 +114,7 @@ impl DirectoryCache {
         (loaded.elapsed() < self.ttl).then(|| Arc::clone(directory))
     }
 
-    fn set(&self, directory: Option<Arc<Directory>>) {
+    pub(super) fn set(&self, directory: Option<Arc<Directory>>) {
         if let Ok(mut current) = self.current.write() {
             *current = directory.map(|directory| (Instant::now(), directory));
         }

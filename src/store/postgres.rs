@@ -11,54 +11,52 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
-use sqlx::postgres::{PgArguments, PgPoolOptions};
+use sqlx::postgres::PgArguments;
 use sqlx::query::QueryAs;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
 use super::invoices::effect_rows;
+use std::sync::Arc;
+
+use super::hosts::Primary;
 use super::{StoreError, StoreOptions, audit, position};
 use crate::edi::ack;
 use crate::inbox::outbox;
 use crate::inbox::{Claim, Next, Outcome, decide};
 
-/// The pool and the queue of the writer tasks.
+/// The pool (on the current primary) and the queue of the writer tasks.
 #[derive(Clone)]
 pub(super) struct Postgres {
-    pub(super) pool: PgPool,
+    pub(super) primary: Arc<Primary>,
     pub(super) queue: batch::Queue,
 }
 
 impl Postgres {
     pub(super) async fn connect(url: &str, options: &StoreOptions) -> Result<Postgres, StoreError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(options.acquire_timeout)
-            // sqlx keeps a connection's buffers at the largest size they ever grew to: shrink them as
-            // it returns to the pool, or each connection that once carried a large interchange holds
-            // that much memory for good (8 of 20,000 invoices at once left 250 MiB resident).
-            .after_release(|connection, _| {
-                Box::pin(async move {
-                    sqlx::Connection::shrink_buffers(connection);
-                    Ok(true)
-                })
-            })
-            .connect(url)
-            .await?;
+        let primary = Primary::connect(url, options).await?;
         // A few batches in flight at once keep the pool busy without one writer's latency bounding
         // everyone's throughput.
         let writers = usize::try_from(options.max_connections / 8).unwrap_or(1).max(1);
         let queue = batch::Queue::start("postgres", writers, {
-            let pool = pool.clone();
+            let primary = Arc::clone(&primary);
             move |jobs| {
-                let pool = pool.clone();
+                let pool = primary.pool();
                 async move {
-                    let outcomes = record_batch(&pool, &jobs).await;
+                    // A failover closes the pool: the batch ends then (503, retried), not at its
+                    // acquire timeout, and the deliveries queued behind it go to the new primary.
+                    let outcomes = match pool.close_event().do_until(record_batch(&pool, &jobs)).await {
+                        Ok(outcomes) => outcomes,
+                        Err(_) => jobs
+                            .iter()
+                            .map(|_| Err(StoreError::Unavailable(sqlx::Error::PoolClosed)))
+                            .collect(),
+                    };
                     (jobs, outcomes)
                 }
             }
         });
-        Ok(Postgres { pool, queue })
+        Ok(Postgres { primary, queue })
     }
 }
 

@@ -174,7 +174,7 @@ impl Store {
     pub async fn purge(&self, run: PurgeRun) -> Result<Purged, StoreError> {
         match &self.db {
             Db::Postgres(postgres) => {
-                let mut conn = postgres.pool.acquire().await?;
+                let mut conn = postgres.primary.pool().acquire().await?;
                 let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
                     .bind(PURGE_LOCK)
                     .fetch_one(&mut *conn)

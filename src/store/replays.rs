@@ -40,6 +40,13 @@ impl ReplayCache {
         ReplayCache { max_bytes, inner: Mutex::default() }
     }
 
+    /// Forgets every outcome (after a failover: the new primary is the truth).
+    pub fn clear(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            *inner = Entries::default();
+        }
+    }
+
     pub fn get(&self, key: &IdempotencyKey) -> Option<Processed> {
         self.inner.lock().ok()?.by_key.get(key).cloned()
     }

@@ -157,9 +157,14 @@ fn decoy_key() -> &'static [Vec<u8>] {
 
 /// Checks an SNS message's signature, now that the body is read: the certificate URL must be a
 /// trusted one (its certificate fetched once), the signature verify, and the topic be a partner's.
-pub async fn verify_sns(ctx: &ApiContext, caller: Caller, body: &[u8]) -> Result<Caller, ApiError> {
+/// Returns the message too, parsed once.
+pub async fn verify_sns(
+    ctx: &ApiContext,
+    caller: Caller,
+    body: &[u8],
+) -> Result<(Caller, Option<SnsMessage>), ApiError> {
     let Caller::SnsSigned(directory) = caller else {
-        return Ok(caller);
+        return Ok((caller, None));
     };
     let refused = |error: String| {
         ingest::security_event("bad-signature");
@@ -179,7 +184,7 @@ pub async fn verify_sns(ctx: &ApiContext, caller: Caller, body: &[u8]) -> Result
         tracing::warn!(target: "edi_inbox::security", topic_arn = %Logged(&message.topic_arn), "SNS topic of no partner");
         unauthorized("the SNS topic is no partner's")
     })?;
-    Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?)
+    Ok((ingest::active(Arc::clone(partner)).map(Caller::Partner)?, Some(message)))
 }
 
 /// Checks a signed request's signature, now that the body is read: at most one MAC per secret.

@@ -203,14 +203,15 @@ pub enum Arrival {
     SnsControl(SnsControl),
 }
 
-/// Takes the interchange out of a wrapped body (a raw body is the interchange).
-pub fn unwrap(recognised: Recognised, body: Bytes) -> Result<Arrival, ApiError> {
+/// Takes the interchange out of a wrapped body (a raw body is the interchange); an SNS message
+/// whose signature was verified comes `parsed` already.
+pub fn unwrap(recognised: Recognised, body: Bytes, parsed: Option<SnsMessage>) -> Result<Arrival, ApiError> {
     let Recognised { wrapping, content_type, transport } = recognised;
     match wrapping {
         Wrapping::Raw => Ok(Arrival::Interchange { body, content_type, transport }),
         Wrapping::CloudEvent => cloud_event(&body),
         Wrapping::PubSub => pubsub(&body),
-        Wrapping::Sns(kind) => sns(kind, &body),
+        Wrapping::Sns(kind) => sns(kind, parsed.map_or_else(|| json(&body, "SNS message"), Ok)?),
     }
 }
 
@@ -415,8 +416,7 @@ fn check_bounds(sns: &SnsMessage, kind: SnsType) -> Result<(), ApiError> {
     }
 }
 
-fn sns(kind: SnsType, body: &[u8]) -> Result<Arrival, ApiError> {
-    let message: SnsMessage = json(body, "SNS message")?;
+fn sns(kind: SnsType, message: SnsMessage) -> Result<Arrival, ApiError> {
     if SnsType::parse(&message.kind) != Some(kind) {
         return Err(invalid(format!(
             "x-amz-sns-message-type says {} but the message is a {}",
@@ -488,6 +488,7 @@ mod tests {
         let pushed = unwrap(
             recognise(&headers(&[("content-type", "application/json")])).unwrap(),
             Bytes::from(example_pubsub_push().to_string()),
+            None,
         );
         assert_eq!(&interchange_of(pushed)[..], example_x12(1147).as_bytes());
     }
@@ -536,7 +537,7 @@ mod tests {
     fn wrapped_interchanges_come_out_whole() {
         let pubsub = recognise(&headers(&[("content-type", "application/json")])).unwrap();
         let body = r#"{"message":{"data":"SVNBKg==","messageId":"42","publishTime":"2026-01-01T00:00:00Z","attributes":{"a":"b"}},"subscription":"projects/p/subscriptions/s","deliveryAttempt":3}"#;
-        let (edi, transport) = interchange(unwrap(pubsub.clone(), Bytes::from(body)).unwrap());
+        let (edi, transport) = interchange(unwrap(pubsub.clone(), Bytes::from(body), None).unwrap());
         assert_eq!((&edi[..], transport.id.as_deref()), (&b"ISA*"[..], Some("42")));
         assert_eq!(transport.meta["delivery_attempt"], 3);
         for bad in [
@@ -545,31 +546,34 @@ mod tests {
             "[]",
         ] {
             assert!(
-                matches!(unwrap(pubsub.clone(), Bytes::from(bad)), Err(ApiError::InvalidTransport(_))),
+                matches!(unwrap(pubsub.clone(), Bytes::from(bad), None), Err(ApiError::InvalidTransport(_))),
                 "{bad}"
             );
         }
         let event = recognise(&headers(&[("content-type", CLOUDEVENTS_JSON)])).unwrap();
         let body = r#"{"specversion":"1.0","id":"e1","source":"/acme","type":"edi.invoice","datacontenttype":"application/edi-x12","data":"ISA*"}"#;
-        let (edi, transport) = interchange(unwrap(event.clone(), Bytes::from(body)).unwrap());
+        let (edi, transport) = interchange(unwrap(event.clone(), Bytes::from(body), None).unwrap());
         assert_eq!((&edi[..], transport.id.as_deref()), (&b"ISA*"[..], Some("e1")));
         let json_data = r#"{"specversion":"1.0","id":"e1","source":"/acme","type":"t","data":{"a":1}}"#;
-        assert!(matches!(unwrap(event.clone(), Bytes::from(json_data)), Err(ApiError::InvalidTransport(_))));
+        assert!(matches!(
+            unwrap(event.clone(), Bytes::from(json_data), None),
+            Err(ApiError::InvalidTransport(_))
+        ));
         let xml = r#"{"specversion":"1.0","id":"e1","source":"/acme","type":"t","datacontenttype":"application/xml","data":"<a/>"}"#;
-        assert!(matches!(unwrap(event, Bytes::from(xml)), Err(ApiError::UnsupportedMediaType(_))));
+        assert!(matches!(unwrap(event, Bytes::from(xml), None), Err(ApiError::UnsupportedMediaType(_))));
     }
 
     #[test]
     fn sns_types_must_agree_and_confirmations_are_kept() {
         let confirm = recognise(&headers(&[("x-amz-sns-message-type", "SubscriptionConfirmation")])).unwrap();
         let body = r#"{"Type":"SubscriptionConfirmation","MessageId":"m1","Token":"t","TopicArn":"arn:aws:sns:eu-west-1:1:edi","Message":"confirm","SubscribeURL":"https://sns.example/?Action=ConfirmSubscription","Timestamp":"2026-01-01T00:00:00.000Z","SignatureVersion":"1","Signature":"c2ln","SigningCertURL":"https://sns.example/cert.pem"}"#;
-        match unwrap(confirm, Bytes::from(body)).unwrap() {
+        match unwrap(confirm, Bytes::from(body), None).unwrap() {
             Arrival::SnsControl(control) => {
                 assert_eq!((control.kind, control.token.as_str()), (SnsType::SubscriptionConfirmation, "t"))
             }
             other => panic!("{other:?}"),
         }
         let notification = recognise(&headers(&[("x-amz-sns-message-type", "Notification")])).unwrap();
-        assert!(matches!(unwrap(notification, Bytes::from(body)), Err(ApiError::InvalidTransport(_))));
+        assert!(matches!(unwrap(notification, Bytes::from(body), None), Err(ApiError::InvalidTransport(_))));
     }
 }

@@ -312,7 +312,7 @@ async fn deliver(
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let signed = admitted.caller.unproven();
     let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
-    let caller = auth::verify_sns(ctx, caller, &body).await?;
+    let (caller, sns) = auth::verify_sns(ctx, caller, &body).await?;
     let as2 = exchange.filter(|_| admitted.recognised.transport.door == Door::As2);
     let (caller, body) = match as2 {
         Some(exchange) => {
@@ -335,7 +335,7 @@ async fn deliver(
         return Err(ApiError::PayloadTooLarge(limit));
     }
     let _slot = ctx.limiter.admit().map_err(ApiError::RateLimited)?;
-    match doors::unwrap(admitted.recognised, body)? {
+    match doors::unwrap(admitted.recognised, body, sns)? {
         doors::Arrival::SnsControl(control) => {
             let kept = ctx
                 .store

@@ -124,7 +124,7 @@ pub fn decompress(der: &[u8], limit: usize) -> Result<Vec<u8>, Failure> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::io::Write;
 
     use super::*;
@@ -147,6 +147,13 @@ mod tests {
         let encapsulated = tlv(SEQUENCE, &[tlv(OID, &[0x2A, 0x86, 0x48]), tlv(EXPLICIT_0, &stream)].concat());
         let compressed = tlv(SEQUENCE, &[tlv(0x02, &[0]), algorithm, encapsulated].concat());
         tlv(SEQUENCE, &[tlv(OID, COMPRESSED_DATA), tlv(EXPLICIT_0, &compressed)].concat())
+    }
+
+    /// A compressed-data MIME entity around `entity` (binary).
+    pub fn entity(entity: &[u8]) -> Vec<u8> {
+        let mut out = b"Content-Type: application/pkcs7-mime; smime-type=compressed-data\r\n\r\n".to_vec();
+        out.extend(compressed_data(tlv(OCTETS, &zlib(entity))));
+        out
     }
 
     fn zlib(data: &[u8]) -> Vec<u8> {

@@ -204,3 +204,80 @@ fn verify(signed: &[u8], signature: &[u8], signers: &[X509]) -> Result<(), Failu
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openssl::asn1::Asn1Time;
+    use openssl::bn::{BigNum, MsbOption};
+    use openssl::hash::MessageDigest;
+    use openssl::rsa::Rsa;
+    use openssl::symm::Cipher;
+    use openssl::x509::X509NameBuilder;
+
+    use super::*;
+    use crate::as2::compressed::tests::entity as compressed;
+
+    fn identity(name: &str) -> Identity {
+        let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
+        let mut subject = X509NameBuilder::new().unwrap();
+        subject.append_entry_by_text("CN", name).unwrap();
+        let subject = subject.build();
+        let mut serial = BigNum::new().unwrap();
+        serial.rand(64, MsbOption::MAYBE_ZERO, false).unwrap();
+        let mut builder = X509::builder().unwrap();
+        builder.set_version(2).unwrap();
+        builder.set_serial_number(&serial.to_asn1_integer().unwrap()).unwrap();
+        builder.set_subject_name(&subject).unwrap();
+        builder.set_issuer_name(&subject).unwrap();
+        builder.set_pubkey(&key).unwrap();
+        builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+        builder.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
+        builder.sign(&key, MessageDigest::sha256()).unwrap();
+        Identity { key, certificate: builder.build() }
+    }
+
+    fn enveloped(entity: &[u8], to: &Identity) -> Vec<u8> {
+        let mut recipients = Stack::new().unwrap();
+        recipients.push(to.certificate.clone()).unwrap();
+        CmsContentInfo::encrypt(&recipients, entity, Cipher::aes_192_cbc(), CMSOptions::BINARY)
+            .unwrap()
+            .to_der()
+            .unwrap()
+    }
+
+    fn open_with(body: &[u8], content_type: &str, identities: &[Identity]) -> Result<Opened, Failure> {
+        let top = Entity::new(vec![("content-type".into(), content_type.into())], body);
+        open(&top, &Opening { identities, signers: &[], mic: &MicChoice::default(), limit: 1 << 20 })
+    }
+
+    const EDI: &[u8] = b"Content-Type: application/edi-x12\r\n\r\nISA*00*";
+
+    #[test]
+    fn a_message_encrypted_to_any_of_the_keys_opens_rotation() {
+        let (new, old) = (identity("new"), identity("old"));
+        let keys = [new, old];
+        let opened = open_with(&enveloped(EDI, &keys[1]), "application/pkcs7-mime", &keys).unwrap();
+        assert_eq!(opened.payload, b"ISA*00*");
+        assert_eq!(opened.content_type.as_deref(), Some("application/edi-x12"));
+        assert!(opened.security.encrypted && !opened.security.signed);
+        let stranger = identity("stranger");
+        let refused = open_with(&enveloped(EDI, &stranger), "application/pkcs7-mime", &keys);
+        assert_eq!(refused.unwrap_err(), Failure::DecryptionFailed(None));
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_unknown_layers_are_named() {
+        let mut nested = EDI.to_vec();
+        for _ in 0..=MAX_LAYERS {
+            nested = compressed(&nested);
+        }
+        let (top_headers, body) =
+            nested.split_at(nested.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4);
+        let content_type =
+            std::str::from_utf8(top_headers).unwrap().trim().trim_start_matches("Content-Type: ");
+        let refused = open_with(body, content_type, &[]).unwrap_err();
+        assert_eq!(refused, Failure::Malformed("too many S/MIME layers".into()));
+        let signed_data = open_with(b"", "application/pkcs7-mime; smime-type=signed-data", &[]).unwrap_err();
+        assert!(matches!(signed_data, Failure::Malformed(detail) if detail.contains("signed-data")));
+    }
+}

@@ -55,10 +55,14 @@ async fn probes_answer(backend: Backend) {
     assert_eq!((live.status, live.text.as_str()), (200, "ok"));
     let ready = h.app.get("/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.text);
-    assert_eq!(
-        ready.json(),
-        serde_json::json!({"status": "ready", "outbox": {"pending": 0, "dead": 0, "relay_lag_seconds": 0.0}})
-    );
+    let mut expected =
+        serde_json::json!({"status": "ready", "outbox": {"pending": 0, "dead": 0, "relay_lag_seconds": 0.0}});
+    if backend == Backend::Postgres {
+        // The PostgreSQL server written to, as `host:port`.
+        let server: sqlx::postgres::PgConnectOptions = common::postgres_admin_url().parse().unwrap();
+        expected["primary"] = format!("{}:{}", server.get_host(), server.get_port()).into();
+    }
+    assert_eq!(ready.json(), expected);
     assert!(live.header("x-request-id").is_some_and(|id| id.len() == 36), "a request id on every response");
     h.finish().await;
 }

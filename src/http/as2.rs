@@ -20,7 +20,7 @@ use super::problem::{self, ApiError};
 use crate::as2::mdn::{self, Disposition, Receipt, Requested};
 use crate::as2::mime::Entity;
 use crate::as2::{Failure, Identity, Mic, MicChoice, Opened, Opening};
-use crate::inbox::{Logged, Status};
+use crate::inbox::Logged;
 use crate::ingest::{self, Ingested, Reply};
 use crate::partners::mdn_url_allowed;
 use crate::store::AttemptFacts;
@@ -237,31 +237,31 @@ pub fn receipt(
 /// The modifier of the receipt of an interchange that was not processed.
 const NOT_PROCESSED: &str = "unexpected-processing-error";
 
-/// The `Disposition` a receipt gives each reply: recorded, replayed, held or bypassed is a plain
+/// Whether a receipt says `processed` for a reply: recorded, replayed, held or bypassed is a plain
 /// `processed` (senders treat a warning as a failure); rejected or conflicting is an error.
-pub fn disposition_field(reply: Reply) -> &'static str {
-    match reply {
-        Reply::Created | Reply::Replayed | Reply::Held => "processed",
-        Reply::Rejected | Reply::Conflict => "processed/error: unexpected-processing-error",
-    }
+fn processed(reply: Reply) -> bool {
+    matches!(reply, Reply::Created | Reply::Replayed | Reply::Held)
 }
 
-/// What the receipt of an ingested interchange says, an error with the problem's detail.
+/// The `Disposition` field a receipt gives each reply.
+pub fn disposition_field(reply: Reply) -> &'static str {
+    if processed(reply) { "processed" } else { "processed/error: unexpected-processing-error" }
+}
+
+/// What the receipt of an ingested interchange says; an error carries the problem's detail.
 fn disposition_of(ingested: &Ingested) -> Disposition {
-    let failed = |detail: String| Disposition::Failed { modifier: NOT_PROCESSED, detail };
-    match ingested {
-        Ingested::Recorded { delivery, .. } if delivery.status == Status::Rejected => {
-            failed(problem_detail(&delivery.response))
-        }
-        Ingested::Replayed { status: Status::Rejected, body, .. } => failed(problem_detail(body)),
-        Ingested::Conflict { delivery, original_id } => {
-            failed(problem::conflict(*original_id, &delivery.key).problem().detail)
-        }
-        Ingested::Recorded { .. }
-        | Ingested::Replayed { .. }
-        | Ingested::Quarantined { .. }
-        | Ingested::Bypassed(_) => Disposition::Processed,
+    if processed(ingested.reply()) {
+        return Disposition::Processed;
     }
+    let detail = match ingested {
+        Ingested::Recorded { delivery, .. } => problem_detail(&delivery.response),
+        Ingested::Replayed { body, .. } => problem_detail(body),
+        Ingested::Conflict { delivery, original_id } => {
+            problem::conflict(*original_id, &delivery.key).problem().detail
+        }
+        Ingested::Quarantined { .. } | Ingested::Bypassed(_) => String::new(),
+    };
+    Disposition::Failed { modifier: NOT_PROCESSED, detail }
 }
 
 /// The detail of a stored problem document.

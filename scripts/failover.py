@@ -27,6 +27,7 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -37,18 +38,32 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = (ROOT / "tests" / "fixtures" / "x12" / "810-single.edi").read_bytes()
 PG_BIN = pathlib.Path(sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1])
 SENDERS = 8
-PRIMARY_PORT, STANDBY_PORT = 55440, 55441
+
+
+AS_POSTGRES = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def free_ports(count):
+    """Ports free now, held together while chosen so they differ: a fixed port could be held by anything."""
+    probes = [socket.socket() for _ in range(count)]
+    for probe in probes:
+        probe.bind(("127.0.0.1", 0))
+    ports = [probe.getsockname()[1] for probe in probes]
+    for probe in probes:
+        probe.close()
+    return ports
+
+
+PRIMARY_PORT, STANDBY_PORT = free_ports(2)
 
 
 def as_postgres(*command, stdin=None):
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    return subprocess.run(prefix + [str(c) for c in command], check=True, capture_output=True, text=True, input=stdin)
+    return subprocess.run(AS_POSTGRES + [str(c) for c in command], check=True, capture_output=True, text=True, input=stdin)
 
 
 def start(cluster, log):
     """`pg_ctl start`, its output to `log`: the server it leaves running would hold a captured pipe open."""
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run(prefix + [str(PG_BIN / "pg_ctl"), "-D", str(cluster), "-l", str(log), "-w", "start"], check=True,
+    subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(cluster), "-l", str(log), "-w", "start"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -108,6 +123,7 @@ def main():
     shutil.chown(work, "postgres", "postgres") if os.geteuid() == 0 else None
     primary, standby = work / "primary", work / "standby"
     server = None
+    passed = False
     try:
         as_postgres(PG_BIN / "initdb", "-D", primary, "-A", "trust", "-U", "postgres", "--no-sync")
         with open(primary / "postgresql.conf", "a") as conf:
@@ -214,7 +230,7 @@ def main():
             return 1
         print(f"failover ({mode}): " + ("nothing acknowledged was lost" if mode == "synchronous" else
               f"{len(lost)} acknowledged interchanges lost, as an asynchronous standby loses them"))
-        shutil.rmtree(work, ignore_errors=True)
+        passed = True
         return 0
     finally:
         if server:
@@ -222,8 +238,10 @@ def main():
             server.wait(timeout=30)
         for cluster in (primary, standby):
             if (cluster / "postmaster.pid").exists():
-                subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(cluster),
-                                "stop", "-m", "immediate"], capture_output=True)
+                subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(cluster), "stop", "-m", "immediate"],
+                               capture_output=True)
+        if passed:  # only once both servers are stopped: a running one would outlive its deleted directory
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def urlopen(address, path):

@@ -7,6 +7,7 @@
 //! there is an *invalid* interchange (422) that still has a key, so it is stored and replayed.
 
 pub mod ack;
+pub mod diff;
 mod edifact;
 pub mod invoice;
 pub mod syntax;

@@ -593,6 +593,7 @@ pub async fn list_interchanges(
         status: query.status,
         cursor: query.cursor,
         limit: page_limit(query.limit)?,
+        ..InterchangeFilter::default()
     };
     Ok(Json(ctx.store.interchanges(&filter).await?))
 }

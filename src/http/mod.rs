@@ -5,6 +5,7 @@ mod admin;
 mod as2;
 mod auth;
 mod connection;
+mod console;
 pub mod doors;
 mod extract;
 mod google_keys;
@@ -72,6 +73,8 @@ pub struct ApiContext {
     pub sns_certificates: Arc<sns_certificates::SnsCertificates>,
     /// This service's AS2 keys and its sender of asynchronous MDNs.
     pub as2: Arc<as2::Station>,
+    /// The operator console's sessions.
+    pub console: Arc<console::session::Sessions>,
 }
 
 impl ApiContext {
@@ -112,6 +115,9 @@ impl ApiContext {
                     .collect(),
             )),
             as2,
+            console: Arc::new(console::session::Sessions::new(
+                server.admin_token.as_deref().filter(|token| !token.is_empty()),
+            )),
         })
     }
 }
@@ -164,6 +170,7 @@ pub fn router(ctx: ApiContext) -> Router {
     let timeout = ctx.request_timeout;
     let spec = openapi::to_json(&doc);
     api.route_layer(middleware::from_fn(metrics::track))
+        .merge(console::router())
         .merge(SwaggerUi::new("/swagger-ui").config(Config::from("/openapi.json")))
         .route(
             "/openapi.json",

@@ -52,7 +52,17 @@ pub async fn list_outbox(
         (status = 409, description = "`wrong-state`: the message is not dead", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn retry_message(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<OutboxEntry>, ApiError> {
-    answer(ctx.store.redrive(id, Utc::now()).await?)
+    Ok(Json(retry(&ctx, id).await?))
+}
+
+/// Sends a dead message again: the one code path of the admin API and the console.
+pub(super) async fn retry(ctx: &ApiContext, id: Uuid) -> Result<OutboxEntry, ApiError> {
+    settled(ctx.store.redrive(id, Utc::now()).await?)
+}
+
+/// Gives up on a dead message: the one code path of the admin API and the console.
+pub(super) async fn discard(ctx: &ApiContext, id: Uuid) -> Result<OutboxEntry, ApiError> {
+    settled(ctx.store.discard(id).await?)
 }
 
 /// Give up on a dead message: it is never sent.
@@ -67,12 +77,12 @@ pub async fn discard_message(
     State(ctx): State<ApiContext>,
     Id(id): Id,
 ) -> Result<Json<OutboxEntry>, ApiError> {
-    answer(ctx.store.discard(id).await?)
+    Ok(Json(discard(&ctx, id).await?))
 }
 
-fn answer(transition: Transition) -> Result<Json<OutboxEntry>, ApiError> {
+fn settled(transition: Transition) -> Result<OutboxEntry, ApiError> {
     match transition {
-        Transition::Done(entry) => Ok(Json(entry)),
+        Transition::Done(entry) => Ok(entry),
         Transition::NotFound => Err(ApiError::NotFound),
         Transition::NotDead(status) => Err(ApiError::WrongState(format!(
             "the message is {}; only dead messages are retried or discarded",

@@ -55,9 +55,14 @@ pub async fn list_quarantine(
         (status = 409, description = "`wrong-state`: not held, or still invalid", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
+    Ok(Json(release(&ctx, id).await?))
+}
+
+/// Releases a held delivery: the one code path of the admin API and the console.
+pub(super) async fn release(ctx: &ApiContext, id: Uuid) -> Result<Quarantined, ApiError> {
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     let partner = ctx.store.partner(&held.entry.partner_id).await?.ok_or(ApiError::NotFound)?;
-    Ok(Json(ctx.ingest.release(held, Arc::new(partner)).await?))
+    Ok(ctx.ingest.release(held, Arc::new(partner)).await?)
 }
 
 /// Give up on a held delivery.
@@ -68,12 +73,15 @@ pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<J
         (status = 409, description = "`wrong-state`: not held", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn discard_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
+    Ok(Json(discard(&ctx, id).await?))
+}
+
+/// Discards a held delivery: the one code path of the admin API and the console.
+pub(super) async fn discard(ctx: &ApiContext, id: Uuid) -> Result<Quarantined, ApiError> {
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     still_held(&held.entry)?;
     let discarded = ctx.store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
-    Ok(Json(
-        discarded.ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))?,
-    ))
+    discarded.ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))
 }
 
 fn still_held(entry: &Quarantined) -> Result<(), ApiError> {

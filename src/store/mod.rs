@@ -67,6 +67,7 @@ macro_rules! bind_inbox_row {
 
 mod audit;
 mod batch;
+mod console;
 mod exports;
 mod hosts;
 mod invoices;
@@ -86,9 +87,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::edi::Standard;
 use crate::inbox::resource::{InterchangeSummary, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
+pub use console::{ActivityRow, HourlyCount, RefusalGroup};
 pub use exports::{Export, FinishedExport};
 pub use invoices::InvoiceFilter;
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
@@ -228,6 +231,13 @@ pub struct InterchangeFilter {
     pub sender: Option<String>,
     pub control_number: Option<String>,
     pub status: Option<Status>,
+    /// Only interchanges from one of this partner's sender identities.
+    pub partner: Option<String>,
+    pub standard: Option<Standard>,
+    /// Received at or after.
+    pub received_from: Option<DateTime<Utc>>,
+    /// Received before.
+    pub received_before: Option<DateTime<Utc>>,
     pub cursor: Option<Uuid>,
     pub limit: u32,
 }
@@ -394,6 +404,10 @@ impl Store {
             FROM inbox \
             WHERE ($1 IS NULL OR sender_id = $1) AND ($2 IS NULL OR control_number = $2) \
             AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR id < $4) \
+            AND ($6 IS NULL OR source IN (SELECT identity FROM partner_identities \
+                WHERE partner_id = $6 AND role = 'sender')) \
+            AND ($7 IS NULL OR standard = $7) AND ($8 IS NULL OR received_at >= $8) \
+            AND ($9 IS NULL OR received_at < $9) \
             ORDER BY id DESC LIMIT $5";
         let limit = i64::from(filter.limit);
         let items: Vec<InterchangeSummary> = on_pool!(self, pool => sqlx::query_as(SQL)
@@ -402,6 +416,10 @@ impl Store {
             .bind(filter.status.map(Status::as_str))
             .bind(filter.cursor)
             .bind(limit)
+            .bind(&filter.partner)
+            .bind(filter.standard.map(Standard::as_str))
+            .bind(filter.received_from)
+            .bind(filter.received_before)
             .fetch_all(pool)
             .await?);
         Ok(Page::new(items, filter.limit, |item| item.id))

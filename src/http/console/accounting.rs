@@ -1,0 +1,107 @@
+//! `/console/accounting`: the outbox to the accounting API by state — the dead letters first, with
+//! their last error — and the Retry and Discard buttons, the admin API's own use cases.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use maud::html;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::session::Session;
+use super::{Confirmed, Done, Failure, Notice, Tab, action, done, optional, page, query, when};
+use crate::http::ApiContext;
+use crate::http::outbox as admin;
+use crate::inbox::outbox::AccountingStatus;
+use crate::store::OutboxFilter;
+
+const PAGE: u32 = 100;
+const STATES: [AccountingStatus; 4] = [
+    AccountingStatus::Dead,
+    AccountingStatus::Pending,
+    AccountingStatus::Delivered,
+    AccountingStatus::Discarded,
+];
+
+#[derive(Deserialize)]
+pub struct Filters {
+    /// `dead` unless another state is asked for.
+    #[serde(default, deserialize_with = "optional")]
+    status: Option<AccountingStatus>,
+    #[serde(default, deserialize_with = "optional")]
+    cursor: Option<Uuid>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    Retry,
+    Discard,
+}
+
+pub async fn list(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Failure> {
+    let filters = query(filters)?;
+    let status = filters.status.unwrap_or(AccountingStatus::Dead);
+    let filter = OutboxFilter { status: Some(status), cursor: filters.cursor, limit: PAGE };
+    let (found, stats) = tokio::try_join!(ctx.store.outbox(&filter), ctx.store.outbox_stats())?;
+    let content = html! {
+        h1 { "Accounting" }
+        p { (stats.pending) " waiting, " (stats.dead) " dead"
+            @if let Some(oldest) = stats.oldest_pending { "; the oldest waiting since " (when(oldest)) } "." }
+        p {
+            @for each in STATES {
+                @if each == status { strong { (each.as_str()) } } @else { a href={ "/console/accounting?status=" (each.as_str()) } { (each.as_str()) } }
+                " "
+            }
+        }
+        table #outbox {
+            thead { tr { th { "Written" } th { "Invoice" } th { "Destination" } th.num { "Attempts" } th { "Next attempt" } th { "Last error" } th { "Reference" } th { "" } } }
+            tbody {
+                @for entry in &found.items {
+                    tr {
+                        td { (when(entry.created_at)) }
+                        td.mono { (entry.invoice_id) }
+                        td { (entry.destination) }
+                        td.num { (entry.attempts) }
+                        td { (when(entry.next_attempt_at)) }
+                        td { (entry.last_error.as_deref().unwrap_or_default()) }
+                        td.mono { (entry.reference.as_deref().unwrap_or_default()) }
+                        td {
+                            @if entry.status == AccountingStatus::Dead {
+                                (action(&format!("/console/accounting/{}/retry", entry.id), "Retry", &session, "primary"))
+                                (action(&format!("/console/accounting/{}/discard", entry.id), "Discard", &session, "danger"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if found.items.is_empty() { p.muted { "Nothing here." } }
+        @if let Some(cursor) = found.next_cursor {
+            p.pager { a href={ "/console/accounting?status=" (status.as_str()) "&cursor=" (cursor) } { "Older →" } }
+        }
+    };
+    Ok(page("Accounting", Tab::Accounting, &session, &notice, content))
+}
+
+pub async fn act(
+    State(ctx): State<ApiContext>,
+    Path((id, decision)): Path<(Uuid, Decision)>,
+    Confirmed(_session): Confirmed,
+) -> Result<Response, Failure> {
+    let what = match decision {
+        Decision::Retry => {
+            admin::retry(&ctx, id).await?;
+            Done::Retried
+        }
+        Decision::Discard => {
+            admin::discard(&ctx, id).await?;
+            Done::Discarded
+        }
+    };
+    Ok(done("/console/accounting", what))
+}

@@ -1,0 +1,271 @@
+//! `/console/interchanges`: the interchanges, filtered by partner, standard, status, control number
+//! and arrival date; one interchange with its envelope, documents, invoices, acknowledgement and
+//! every delivery attempt; and its stored payload as a download (never rendered).
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{NaiveDate, NaiveTime};
+use maud::html;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::session::Session;
+use super::{Failure, Notice, Tab, optional, page, query, when};
+use crate::edi::Standard;
+use crate::http::ApiContext;
+use crate::http::extract::Id;
+use crate::http::problem::ApiError;
+use crate::inbox::Status;
+use crate::inbox::resource::MinimalInterchange;
+use crate::store::{InterchangeFilter, InvoiceFilter};
+
+const PAGE: u32 = 50;
+const LISTED: u32 = 200;
+
+#[derive(Deserialize, Default)]
+pub struct Filters {
+    #[serde(default, deserialize_with = "optional")]
+    partner: Option<String>,
+    #[serde(default, deserialize_with = "optional")]
+    standard: Option<Standard>,
+    #[serde(default, deserialize_with = "optional")]
+    status: Option<Status>,
+    #[serde(default, deserialize_with = "optional")]
+    control_number: Option<String>,
+    /// Received on or after this day (UTC).
+    #[serde(default, deserialize_with = "optional")]
+    from: Option<NaiveDate>,
+    /// Received on or before this day (UTC).
+    #[serde(default, deserialize_with = "optional")]
+    to: Option<NaiveDate>,
+    #[serde(default, deserialize_with = "optional")]
+    cursor: Option<Uuid>,
+}
+
+impl Filters {
+    /// The query string of these filters on another page (`cursor` replaced).
+    fn with_cursor(&self, cursor: Uuid) -> String {
+        let mut pairs = url_pairs();
+        let text = |value: &Option<String>| value.clone().unwrap_or_default();
+        pairs.append_pair("partner", &text(&self.partner));
+        pairs.append_pair("standard", self.standard.map_or("", Standard::as_str));
+        pairs.append_pair("status", self.status.map_or("", Status::as_str));
+        pairs.append_pair("control_number", &text(&self.control_number));
+        pairs.append_pair("from", &self.from.map(|d| d.to_string()).unwrap_or_default());
+        pairs.append_pair("to", &self.to.map(|d| d.to_string()).unwrap_or_default());
+        pairs.append_pair("cursor", &cursor.to_string());
+        pairs.finish()
+    }
+}
+
+fn url_pairs() -> form_urlencoded::Serializer<'static, String> {
+    form_urlencoded::Serializer::new(String::new())
+}
+
+pub async fn list(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Failure> {
+    let filters = query(filters)?;
+    let midnight = |day: NaiveDate| day.and_time(NaiveTime::MIN).and_utc();
+    let filter = InterchangeFilter {
+        partner: filters.partner.clone(),
+        standard: filters.standard,
+        status: filters.status,
+        control_number: filters.control_number.clone(),
+        received_from: filters.from.map(midnight),
+        received_before: filters.to.and_then(|day| day.succ_opt()).map(midnight),
+        cursor: filters.cursor,
+        limit: PAGE,
+        ..InterchangeFilter::default()
+    };
+    let (found, partners) = tokio::try_join!(ctx.store.interchanges(&filter), ctx.store.partners())?;
+    let selected = |value: &str, current: Option<&str>| current == Some(value);
+    let content = html! {
+        h1 { "Interchanges" }
+        form.filters method="get" action="/console/interchanges" {
+            label { "Partner" select name="partner" {
+                option value="" { "any" }
+                @for partner in &partners {
+                    option value=(partner.id) selected[selected(&partner.id, filters.partner.as_deref())] { (partner.id) }
+                }
+            } }
+            label { "Standard" select name="standard" {
+                option value="" { "any" }
+                @for standard in [Standard::X12, Standard::Edifact] {
+                    option value=(standard.as_str()) selected[filters.standard == Some(standard)] { (standard.as_str()) }
+                }
+            } }
+            label { "Status" select name="status" {
+                option value="" { "any" }
+                @for status in [Status::Processed, Status::Rejected] {
+                    option value=(status.as_str()) selected[filters.status == Some(status)] { (status.as_str()) }
+                }
+            } }
+            label { "Control number" input name="control_number" value=[filters.control_number.as_deref()]; }
+            label { "Received from" input type="date" name="from" value=[filters.from.map(|d| d.to_string())]; }
+            label { "to" input type="date" name="to" value=[filters.to.map(|d| d.to_string())]; }
+            button.primary type="submit" { "Filter" }
+            a href="/console/interchanges" { "Clear" }
+        }
+        table #interchanges {
+            thead { tr { th { "Received" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th.num { "Deliveries" } th { "Last delivery" } } }
+            tbody {
+                @for item in &found.items {
+                    tr {
+                        td { (when(item.received_at)) }
+                        td { (item.sender_id) }
+                        td { a.mono href={ "/console/interchanges/" (item.id) } { (item.control_number) } }
+                        td { (item.standard) }
+                        td class={ "status-" (item.status) } { (item.status) }
+                        td.num { (item.deliveries) }
+                        td { @if let Some(at) = item.last_delivery_at { (when(at)) } }
+                    }
+                }
+            }
+        }
+        @if found.items.is_empty() { p.muted { "No interchange matches." } }
+        @if let Some(cursor) = found.next_cursor {
+            p.pager { a href={ "/console/interchanges?" (filters.with_cursor(cursor)) } { "Older →" } }
+        }
+    };
+    Ok(page("Interchanges", Tab::Interchanges, &session, &notice, content))
+}
+
+pub async fn detail(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+    Id(id): Id,
+) -> Result<Response, Failure> {
+    let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
+    let invoices = InvoiceFilter { interchange_id: Some(id), limit: LISTED, ..InvoiceFilter::default() };
+    let (invoices, ack, attempts) = tokio::try_join!(
+        ctx.store.invoices(&invoices),
+        ctx.store.ack(id),
+        ctx.store.delivery_attempts(id, None, LISTED),
+    )?;
+    let recorded = match row.status {
+        Status::Processed => MinimalInterchange::from_resource(&row.response_body).ok(),
+        Status::Rejected => None,
+    };
+    let problem = match row.status {
+        Status::Rejected => serde_json::from_str::<serde_json::Value>(&row.response_body)
+            .and_then(|problem| serde_json::to_string_pretty(&problem))
+            .ok(),
+        Status::Processed => None,
+    };
+    let party = |party: &Option<crate::edi::invoice::Party>| {
+        party.as_ref().and_then(|party| party.name.clone().or_else(|| party.id.clone())).unwrap_or_default()
+    };
+    let content = html! {
+        h1 { "Interchange " span.mono { (row.control_number) } }
+        p { a href={ "/console/interchanges/" (id) "/payload" } download { "Download the payload" } }
+        table {
+            tbody {
+                tr { th { "Status" } td class={ "status-" (row.status.as_str()) } { (row.status.as_str()) } }
+                tr { th { "Standard" } td { (row.standard) } }
+                tr { th { "Sender" } td.mono { (row.sender_qualifier) ":" (row.sender_id) } }
+                tr { th { "Receiver" } td.mono { (row.receiver_qualifier) ":" (row.receiver_id) } }
+                tr { th { "Control number" } td.mono { (row.control_number) } }
+                tr { th { "Idempotency key" } td.mono { (row.source) " / " (row.message_id) } }
+                tr { th { "Payload SHA-256" } td.mono { (row.payload_sha256) } }
+                tr { th { "Received" } td { (when(row.received_at)) } }
+                tr { th { "Processed" } td { (when(row.processed_at)) } }
+                tr { th { "Id" } td.mono { (row.id) } }
+            }
+        }
+        @if let Some(problem) = &problem {
+            h2 { "Why it was rejected" }
+            pre { (problem) }
+        }
+        @if let Some(recorded) = &recorded {
+            h2 { "Documents" }
+            table {
+                thead { tr { th { "Type" } th { "Control number" } th.num { "Segment" } th { "Invoice" } } }
+                tbody {
+                    @for document in &recorded.documents {
+                        tr {
+                            td { (document.kind) }
+                            td.mono { (document.control_number) }
+                            td.num { (document.position) }
+                            td.mono { @if let Some(invoice) = document.invoice_id { (invoice) } }
+                        }
+                    }
+                }
+            }
+            @if !recorded.warnings.is_empty() {
+                h2 { "Warnings" }
+                ul { @for warning in &recorded.warnings { li { (warning.document) ": " (warning.message) } } }
+            }
+        }
+        h2 { "Invoices" }
+        table #invoices {
+            thead { tr { th { "Number" } th { "Date" } th { "Seller" } th { "Buyer" } th.num { "Total" } th { "Accounting" } } }
+            tbody {
+                @for invoice in &invoices.items {
+                    tr {
+                        td.mono { (invoice.invoice.number) }
+                        td { (invoice.invoice.issue_date) }
+                        td { (party(&invoice.invoice.seller)) }
+                        td { (party(&invoice.invoice.buyer)) }
+                        td.num { (invoice.invoice.total) " " (invoice.invoice.currency) }
+                        td {
+                            @if let Some(state) = &invoice.accounting {
+                                span class={ "status-" (state.status.as_str()) } { (state.status.as_str()) }
+                                @if let Some(error) = &state.last_error { " — " (error) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Delivery attempts" }
+        table #deliveries {
+            thead { tr { th { "Received" } th { "Door" } th { "Transport id" } th { "Reused" } th { "Partner" } th { "Outcome" } th.num { "Status" } th { "From" } th { "Transport" } } }
+            tbody {
+                @for attempt in &attempts.items {
+                    tr {
+                        td { (when(attempt.received_at)) }
+                        td { (attempt.door.as_str()) }
+                        td.mono { (attempt.transport_id.as_deref().unwrap_or_default()) }
+                        td { @if attempt.transport_reused { "yes" } @else { "no" } }
+                        td { (attempt.partner_id.as_deref().unwrap_or_default()) }
+                        td { (attempt.outcome) }
+                        td.num { (attempt.status) }
+                        td.mono { (attempt.remote_addr.as_deref().unwrap_or_default()) }
+                        td.mono { (serde_json::to_string(&attempt.transport).ok().filter(|meta| meta != "null").unwrap_or_default()) }
+                    }
+                }
+            }
+        }
+        h2 { "Acknowledgement" }
+        @match &ack {
+            Some(ack) => pre #ack { (ack) },
+            None => p.muted { "None was generated." },
+        }
+    };
+    Ok(page("Interchange", Tab::Interchanges, &session, &notice, content))
+}
+
+/// The stored payload as an attachment of an opaque type: a browser saves it, never renders it.
+pub async fn payload(
+    State(ctx): State<ApiContext>,
+    _session: Session,
+    Id(id): Id,
+) -> Result<Response, Failure> {
+    let (payload, _) = ctx.store.payload(id).await?.ok_or(ApiError::NotFound)?;
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{id}.edi\""))
+        .map_err(|_| ApiError::Internal)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        payload,
+    )
+        .into_response())
+}

@@ -1,0 +1,167 @@
+//! `/console/`: what arrived in the last hour and day, per partner and outcome, with an hourly
+//! chart (inline SVG, no script), the relay's backlog and lag, the dead letters, what waits in
+//! quarantine, how far the retention purge is behind, and the latest interchanges (refreshed by
+//! `console.js`).
+
+use axum::extract::{Query, State};
+use axum::response::Response;
+use chrono::{Duration, Utc};
+use maud::{Markup, html};
+
+use super::session::Session;
+use super::{Failure, Notice, Tab, age, page, when};
+use crate::http::ApiContext;
+use crate::inbox::quarantine::QuarantineStatus;
+use crate::store::{ActivityRow, HourlyCount, InterchangeFilter, QuarantineFilter};
+
+const HOURS: i64 = 24;
+/// Held entries counted exactly; more show as `100+`.
+const HELD_COUNTED: u32 = 100;
+
+/// The chart's series an outcome belongs to, with its legend.
+fn series(outcome: &str) -> usize {
+    match outcome {
+        "recorded" => 0,
+        "replayed" => 1,
+        "conflict" | "rejected" | "quarantined" => 2,
+        "bypassed" => 4,
+        _ => 3,
+    }
+}
+const SERIES: [(&str, &str); 5] = [
+    ("o-recorded", "created"),
+    ("o-replayed", "replayed"),
+    ("o-trouble", "conflict, rejected, quarantined"),
+    ("o-refused", "refused"),
+    ("o-other", "bypassed"),
+];
+
+pub async fn show(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+) -> Result<Response, Failure> {
+    let now = Utc::now();
+    let store = &ctx.store;
+    let held = QuarantineFilter { status: Some(QuarantineStatus::Held), cursor: None, limit: HELD_COUNTED };
+    let latest = InterchangeFilter { limit: 10, ..InterchangeFilter::default() };
+    let (activity, hourly, outbox, storage, held, latest) = tokio::try_join!(
+        store.activity(now - Duration::hours(HOURS), now - Duration::hours(1)),
+        store.hourly(now, HOURS),
+        store.outbox_stats(),
+        store.storage_stats(),
+        store.quarantined(&held),
+        store.interchanges(&latest),
+    )?;
+    let total = |pick: fn(&ActivityRow) -> i64| {
+        activity.iter().filter(|row| !row.outcome.starts_with("refused")).map(pick).sum::<i64>()
+    };
+    let of = |outcome: &str| {
+        activity.iter().filter(|row| row.outcome == outcome).map(|row| row.last_day).sum::<i64>()
+    };
+    let (recorded, replayed) = (of("recorded"), of("replayed"));
+    let replay_ratio = if recorded + replayed == 0 {
+        "–".to_owned()
+    } else {
+        format!("{:.1} %", 100.0 * replayed as f64 / (recorded + replayed) as f64)
+    };
+    let held =
+        if held.next_cursor.is_some() { format!("{HELD_COUNTED}+") } else { held.items.len().to_string() };
+    let lag = outbox.oldest_pending.map_or("none".to_owned(), |oldest| age((now - oldest).num_seconds()));
+    let oldest_payload =
+        storage.oldest_payload.map_or("none".to_owned(), |oldest| age((now - oldest).num_seconds()));
+    let content = html! {
+        h1 { "Overview" }
+        div.cards {
+            (card(&total(|row| row.last_hour).to_string(), "deliveries, last hour"))
+            (card(&total(|row| row.last_day).to_string(), "deliveries, last 24 h"))
+            (card(&replay_ratio, "replay ratio, 24 h"))
+            (card(&outbox.pending.to_string(), &format!("waiting for the accounting API (oldest {lag})")))
+            a href="/console/accounting?status=dead" { (card(&outbox.dead.to_string(), "dead letters")) }
+            a href="/console/quarantine" { (card(&held, "held in quarantine")) }
+            (card(&storage.interchanges.to_string(), &format!("interchanges stored (oldest payload {oldest_payload})")))
+        }
+        h2 { "Deliveries per hour, last 24 h" }
+        (chart(&hourly))
+        section #latest data-refresh {
+            h2 { "Latest interchanges" }
+            table {
+                thead { tr { th { "Received" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th.num { "Deliveries" } } }
+                tbody {
+                    @for item in &latest.items {
+                        tr {
+                            td { (when(item.received_at)) }
+                            td { (item.sender_id) }
+                            td { a.mono href={ "/console/interchanges/" (item.id) } { (item.control_number) } }
+                            td { (item.standard) }
+                            td class={ "status-" (item.status) } { (item.status) }
+                            td.num { (item.deliveries) }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Per partner and outcome" }
+        table {
+            thead { tr { th { "Partner" } th { "Outcome" } th.num { "Last hour" } th.num { "Last 24 h" } } }
+            tbody {
+                @for row in &activity {
+                    tr {
+                        td { @if row.partner_id.is_empty() { span.muted { "(none proven)" } } @else { (row.partner_id) } }
+                        td { (row.outcome) }
+                        td.num { (row.last_hour) }
+                        td.num { (row.last_day) }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page("Overview", Tab::Overview, &session, &notice, content))
+}
+
+fn card(figure: &str, label: &str) -> Markup {
+    html! { div.card { div.figure { (figure) } div.label { (label) } } }
+}
+
+/// Stacked bars, one per hour, oldest left.
+fn chart(hourly: &[HourlyCount]) -> Markup {
+    const WIDTH: i64 = 960;
+    const HEIGHT: i64 = 160;
+    let mut stacks = vec![[0i64; SERIES.len()]; HOURS as usize];
+    for count in hourly {
+        if let Ok(ago) = usize::try_from(count.hours_ago)
+            && let Some(stack) = stacks.get_mut(ago)
+        {
+            stack[series(&count.outcome)] += count.count;
+        }
+    }
+    let highest = stacks.iter().map(|stack| stack.iter().sum::<i64>()).max().unwrap_or(0).max(1);
+    let slot = WIDTH / HOURS;
+    // (series, x, y, height, count, hours ago) of every bar segment.
+    let mut bars = Vec::new();
+    for (ago, stack) in (0i64..).zip(&stacks) {
+        let mut top = HEIGHT;
+        for (index, &count) in stack.iter().enumerate().filter(|(_, count)| **count > 0) {
+            let height = (count * HEIGHT / highest).max(1);
+            top -= height;
+            bars.push((index, WIDTH - (ago + 1) * slot + 2, top, height, count, ago));
+        }
+    }
+    html! {
+        div.chart {
+            svg viewBox={ "0 0 " (WIDTH) " " (HEIGHT + 16) } role="img" aria-label="Deliveries per hour over the last 24 hours" {
+                @for (index, x, y, height, count, ago) in bars {
+                    rect class=(SERIES[index].0) x=(x) y=(y) width=(slot - 4) height=(height) {
+                        title { (count) " " (SERIES[index].1) ", " (ago) " h ago" }
+                    }
+                }
+                text x="2" y="10" { (highest) }
+                @for ago in [24, 18, 12, 6] {
+                    text x=(WIDTH - ago * slot + 2) y=(HEIGHT + 13) { "−" (ago) " h" }
+                }
+                text x=(WIDTH - 24) y=(HEIGHT + 13) { "now" }
+            }
+            div.legend { @for (class, label) in SERIES { span class=(class) { (label) } } }
+        }
+    }
+}

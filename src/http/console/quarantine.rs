@@ -1,0 +1,171 @@
+//! `/console/quarantine`: the deliveries held for an operator, each with its problem and a
+//! segment-by-segment comparison against the interchange it conflicts with (or the rejected one),
+//! and the Release and Discard buttons — the admin API's own use cases.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::session::Session;
+use super::{Confirmed, Done, Failure, Notice, Tab, action, done, optional, page, query, when};
+use crate::edi::diff::{self, Change};
+use crate::http::ApiContext;
+use crate::http::extract::Id;
+use crate::http::problem::ApiError;
+use crate::http::quarantine as admin;
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::store::QuarantineFilter;
+
+const PAGE: u32 = 100;
+
+#[derive(Deserialize)]
+pub struct Filters {
+    /// `held` unless another state is asked for; `all` is no filter.
+    #[serde(default, deserialize_with = "optional")]
+    status: Option<String>,
+    #[serde(default, deserialize_with = "optional")]
+    cursor: Option<Uuid>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    Release,
+    Discard,
+}
+
+pub async fn list(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Failure> {
+    let filters = query(filters)?;
+    let status = match filters.status.as_deref() {
+        None => Some(QuarantineStatus::Held),
+        Some("all") => None,
+        Some(other) => Some(
+            QuarantineStatus::parse(other)
+                .ok_or_else(|| ApiError::BadRequest(format!("no quarantine status {other:?}")))?,
+        ),
+    };
+    let found =
+        ctx.store.quarantined(&QuarantineFilter { status, cursor: filters.cursor, limit: PAGE }).await?;
+    let shown = status.map_or("all", QuarantineStatus::as_str);
+    let content = html! {
+        h1 { "Quarantine" }
+        p {
+            @for choice in ["held", "released", "discarded", "all"] {
+                @if choice == shown { strong { (choice) } } @else { a href={ "/console/quarantine?status=" (choice) } { (choice) } }
+                " "
+            }
+        }
+        table #quarantine {
+            thead { tr { th { "Received" } th { "Partner" } th { "Reason" } th { "Control number" } th { "Problem" } th { "Status" } th { "" } } }
+            tbody {
+                @for entry in &found.items {
+                    tr {
+                        td { (when(entry.received_at)) }
+                        td { (entry.partner_id) }
+                        td { (entry.reason.as_str()) }
+                        td.mono { (entry.message_id) }
+                        td { (problem_text(entry)) }
+                        td class={ "status-" (entry.status.as_str()) } { (entry.status.as_str()) }
+                        td { a href={ "/console/quarantine/" (entry.id) } { "Compare and decide" } }
+                    }
+                }
+            }
+        }
+        @if found.items.is_empty() { p.muted { "Nothing here." } }
+        @if let Some(cursor) = found.next_cursor {
+            p.pager { a href={ "/console/quarantine?status=" (shown) "&cursor=" (cursor) } { "Older →" } }
+        }
+    };
+    Ok(page("Quarantine", Tab::Quarantine, &session, &notice, content))
+}
+
+fn problem_text(entry: &Quarantined) -> String {
+    let field = |name| entry.problem.0.get(name).and_then(|value| value.as_str()).unwrap_or_default();
+    match (field("title"), field("detail")) {
+        (title, "") => title.to_owned(),
+        (title, detail) => format!("{title}: {detail}"),
+    }
+}
+
+pub async fn detail(
+    State(ctx): State<ApiContext>,
+    session: Session,
+    Query(notice): Query<Notice>,
+    Id(id): Id,
+) -> Result<Response, Failure> {
+    let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
+    let entry = &held.entry;
+    let original = ctx.store.payload(entry.interchange_id).await?;
+    let content = html! {
+        h1 { "Held delivery " span.mono { (entry.message_id) } }
+        table {
+            tbody {
+                tr { th { "Partner" } td { (entry.partner_id) } }
+                tr { th { "Reason" } td { (entry.reason.as_str()) } }
+                tr { th { "Problem" } td { (problem_text(entry)) } }
+                tr { th { "Status" } td class={ "status-" (entry.status.as_str()) } { (entry.status.as_str()) } }
+                tr { th { "Received" } td { (when(entry.received_at)) } }
+                tr { th { "Against" } td { a.mono href={ "/console/interchanges/" (entry.interchange_id) } { (entry.interchange_id) } } }
+                @if let Some(released) = entry.released_as {
+                    tr { th { "Released as" } td { a.mono href={ "/console/interchanges/" (released) } { (released) } } }
+                }
+            }
+        }
+        @if entry.status == QuarantineStatus::Held {
+            p #decide {
+                (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
+                (action(&format!("/console/quarantine/{id}/discard"), "Discard", &session, "danger"))
+            }
+        }
+        h2 { "Against the stored interchange" }
+        (comparison(original.as_ref().map(|(payload, _)| payload.as_slice()), &held.payload))
+    };
+    Ok(page("Held delivery", Tab::Quarantine, &session, &notice, content))
+}
+
+/// The held payload against the stored one, segment by segment.
+fn comparison(original: Option<&[u8]>, held: &[u8]) -> Markup {
+    let Some(original) = original else {
+        return html! { p.muted { "The stored interchange's payload was purged; the held one:" } pre { (String::from_utf8_lossy(held)) } };
+    };
+    let (old, new) = (diff::segments(original), diff::segments(held));
+    let Some(changes) = diff::compare(&old, &new) else {
+        return html! { p.muted { "Too different to compare segment by segment; download both from their pages." } };
+    };
+    html! {
+        div.diff #diff {
+            @for change in &changes {
+                @match change {
+                    Change::Same(segment) => div.same { (segment) },
+                    Change::Removed(segment) => div.removed { (segment) },
+                    Change::Added(segment) => div.added { (segment) },
+                }
+            }
+        }
+    }
+}
+
+pub async fn act(
+    State(ctx): State<ApiContext>,
+    Path((id, decision)): Path<(Uuid, Decision)>,
+    Confirmed(_session): Confirmed,
+) -> Result<Response, Failure> {
+    let what = match decision {
+        Decision::Release => {
+            admin::release(&ctx, id).await?;
+            Done::Released
+        }
+        Decision::Discard => {
+            admin::discard(&ctx, id).await?;
+            Done::Discarded
+        }
+    };
+    Ok(done("/console/quarantine", what))
+}

@@ -1,0 +1,212 @@
+//! The operator console over real HTTP, on SQLite and PostgreSQL: signing in with the admin token
+//! (cookie flags, strict headers), the CSRF defence of every action (a cross-site POST changes
+//! nothing), hostile values from payloads and partners rendered as text, and an action going
+//! through the admin API's use case. The browser flows are in tests/browser/console.py.
+
+mod common;
+
+use common::partners::{ADMIN, post_with_key, register, secured};
+use common::{Backend, Harness, fixture};
+use reqwest::redirect::Policy;
+use serde_json::json;
+
+/// A browser without a cookie jar: the session cookie is carried by hand.
+struct Browser {
+    client: reqwest::Client,
+    base: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(h: &Harness) -> Browser {
+        let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
+        Browser { client, base: h.app.url(""), cookie: None }
+    }
+
+    fn with_cookie(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.cookie {
+            Some(cookie) => request.header("cookie", cookie),
+            None => request,
+        }
+    }
+
+    async fn sign_in(&mut self, token: &str) -> reqwest::Response {
+        let answer = self
+            .client
+            .post(format!("{}/console/sign-in", self.base))
+            .form(&[("token", token)])
+            .send()
+            .await
+            .unwrap();
+        if let Some(set) = answer.headers().get("set-cookie") {
+            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_owned());
+        }
+        answer
+    }
+
+    async fn get(&self, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+        let answer = self.with_cookie(self.client.get(format!("{}{path}", self.base))).send().await.unwrap();
+        let (status, headers) = (answer.status().as_u16(), answer.headers().clone());
+        (status, headers, answer.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)], headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut request = self.with_cookie(self.client.post(format!("{}{path}", self.base))).form(form);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.unwrap()
+    }
+}
+
+/// A form field or a header.
+type Pair<'a> = (&'a str, &'a str);
+
+/// The CSRF token a console page's forms carry.
+fn csrf(page: &str) -> String {
+    let start = page.find(r#"name="csrf" value=""#).expect("a form with a CSRF token")
+        + r#"name="csrf" value=""#.len();
+    page[start..start + page[start..].find('"').unwrap()].to_owned()
+}
+
+async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let mut browser = Browser::new(&h);
+    let (status, headers, _) = browser.get("/console/").await;
+    assert_eq!((status, headers["location"].to_str().unwrap()), (303, "/console/sign-in"));
+    let wrong = browser.sign_in("not-the-token").await;
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let signed_in = browser.sign_in(ADMIN).await;
+    assert_eq!(
+        (signed_in.status().as_u16(), signed_in.headers()["location"].to_str().unwrap()),
+        (303, "/console/")
+    );
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().to_owned();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=1800"] {
+        assert!(cookie.contains(flag), "{flag} in {cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "reached on 127.0.0.1, where there is no TLS: {cookie}");
+    assert!(!cookie.contains(ADMIN), "the cookie is not the token");
+    for path in [
+        "/console/",
+        "/console/interchanges",
+        "/console/quarantine",
+        "/console/accounting",
+        "/console/partners",
+        "/console/refusals",
+    ] {
+        let (status, headers, body) = browser.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "{policy}");
+        assert!(policy.contains("frame-ancestors 'none'"));
+        assert_eq!(headers["x-frame-options"], "DENY");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert!(!body.contains("<script>") && !body.contains(" onclick="), "{path} has no inline script");
+    }
+    let tampered = format!("{}0", browser.cookie.clone().unwrap());
+    let forged = Browser { cookie: Some(tampered), ..Browser::new(&h) };
+    assert_eq!(forged.get("/console/partners").await.0, 303, "a changed cookie is no session");
+    h.finish().await;
+}
+
+async fn a_cross_site_post_changes_nothing(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    assert_eq!(post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await.status, 201);
+    let held = post_with_key(&h, &acme.api_key, fixture("x12/810-single-conflict.edi")).await;
+    assert_eq!(held.status, 202);
+    let id = held.json()["id"].as_str().unwrap().to_owned();
+    let mut browser = Browser::new(&h);
+    browser.sign_in(ADMIN).await;
+    let (_, _, page) = browser.get(&format!("/console/quarantine/{id}")).await;
+    let token = csrf(&page);
+    let discard = format!("/console/quarantine/{id}/discard");
+    let attempts: [(&str, Vec<Pair>, Vec<Pair>); 4] = [
+        ("no token", vec![], vec![]),
+        ("another token", vec![("csrf", "0123456789abcdef")], vec![]),
+        ("another site's origin", vec![("csrf", &token)], vec![("origin", "https://evil.example")]),
+        ("a cross-site fetch", vec![("csrf", &token)], vec![("sec-fetch-site", "cross-site")]),
+    ];
+    for (what, form, headers) in &attempts {
+        let answer = browser.post(&discard, form, headers).await;
+        assert_eq!(answer.status(), 403, "{what}");
+    }
+    let anonymous = Browser::new(&h).post(&discard, &[("csrf", &token)], &[]).await;
+    assert_eq!(anonymous.status(), 303, "without the session cookie: sign in first");
+    let (_, _, still) = browser.get("/console/quarantine?status=held").await;
+    assert!(still.contains(&id), "still held after every forged request");
+    let discarded = browser.post(&discard, &[("csrf", &token)], &[("origin", &h.app.url(""))]).await;
+    assert_eq!(discarded.status(), 303);
+    assert_eq!(discarded.headers()["location"], "/console/quarantine?done=discarded");
+    let listed =
+        common::partners::admin(&h, reqwest::Method::GET, "/v1/admin/quarantine?status=discarded", None)
+            .await;
+    assert_eq!(listed.json()["items"][0]["id"], id.as_str(), "the admin API sees the console's discard");
+    browser.post("/console/sign-out", &[("csrf", &token)], &[]).await;
+    assert_eq!(browser.get("/console/").await.0, 303, "signed out: the cookie no longer opens a page");
+    h.finish().await;
+}
+
+async fn hostile_values_render_as_text(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let topic = "arn:aws:sns:eu-west-1:123456789012:<script>alert('topic')</script>";
+    let acme = register(
+        &h,
+        json!({"id": "acme", "name": "<img src=x onerror=alert('name')>",
+        "senders": ["x12:ZZ:ACMESUPPLY", "edifact:14:4000001000005"], "sns_topics": [topic]}),
+    )
+    .await;
+    let n1 = String::from_utf8(fixture("x12/810-single.edi"))
+        .unwrap()
+        .replace("ACME SUPPLY CO", "<script>alert(\"n1\")</script>");
+    let x12 = post_with_key(&h, &acme.api_key, n1.into_bytes()).await;
+    assert_eq!(x12.status, 201, "{}", x12.text);
+    let edifact =
+        String::from_utf8(fixture("edifact/invoic-d96a.edi")).unwrap().replace("+1042'", "+<script>x'");
+    let control = post_with_key(&h, &acme.api_key, edifact.into_bytes()).await;
+    assert_eq!(control.status, 201, "{}", control.text);
+    let mut browser = Browser::new(&h);
+    browser.sign_in(ADMIN).await;
+    let pages = [
+        format!("/console/interchanges/{}", x12.json()["id"].as_str().unwrap()),
+        format!("/console/interchanges/{}", control.json()["id"].as_str().unwrap()),
+        "/console/interchanges".to_owned(),
+        "/console/".to_owned(),
+        "/console/partners".to_owned(),
+    ];
+    for path in &pages {
+        let (status, _, body) = browser.get(path).await;
+        assert_eq!(status, 200);
+        for raw in ["<script>", "<img"] {
+            assert!(!body.contains(raw), "{path} renders {raw} as markup");
+        }
+    }
+    let (_, _, invoice) = browser.get(&pages[0]).await;
+    assert!(
+        invoice.contains("&lt;script&gt;alert(&quot;n1&quot;)&lt;/script&gt;"),
+        "the N1 name is shown as text"
+    );
+    let (_, _, listed) = browser.get("/console/interchanges").await;
+    assert!(listed.contains("&lt;script&gt;x"), "the control number is shown as text");
+    let (_, _, partners) = browser.get("/console/partners").await;
+    assert!(
+        partners.contains("&lt;script&gt;alert('topic')&lt;/script&gt;"),
+        "the topic ARN is shown as text"
+    );
+    assert!(partners.contains("&lt;img src=x onerror=alert('name')&gt;"));
+    let (status, headers, _) = browser.get(&format!("{}/payload", pages[0])).await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "application/octet-stream"));
+    assert!(
+        headers["content-disposition"].to_str().unwrap().starts_with("attachment;"),
+        "a payload is saved, never rendered"
+    );
+    h.finish().await;
+}
+
+both_backends!(
+    sign_in_gives_a_strict_session_and_every_page_strict_headers,
+    a_cross_site_post_changes_nothing,
+    hostile_values_render_as_text,
+);

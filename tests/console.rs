@@ -76,6 +76,12 @@ async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: B
     assert_eq!((status, headers["location"].to_str().unwrap()), (303, "/console/sign-in"));
     let wrong = browser.sign_in("not-the-token").await;
     assert_eq!(wrong.status(), 401);
+    let guess = "x".repeat(100_000);
+    assert_eq!(
+        browser.sign_in(&guess).await.status(),
+        413,
+        "a sign-in form is small; a large one is not read"
+    );
     assert!(wrong.headers().get("set-cookie").is_none());
     let signed_in = browser.sign_in(ADMIN).await;
     assert_eq!(

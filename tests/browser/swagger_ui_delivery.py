@@ -2,7 +2,7 @@
 `POST /v1/interchanges`, click "Try it out", keep the offered request type and example (raw X12
 first), click "Execute" and read 201, then again and read 200; the same for EDIFACT after choosing
 `application/edifact`. A screenshot of the last answer is kept in target/browser/. Run by
-swagger_ui.sh with the address of the server it started. Prints a closing `N passed, N failed` line.
+tests/browser/run.sh with the address of the server it started. Prints a closing `N passed, N failed` line.
 """
 
 import pathlib

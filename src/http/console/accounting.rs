@@ -58,7 +58,7 @@ pub async fn list(
                 " "
             }
         }
-        table #outbox {
+        table #outbox data-refresh {
             thead { tr { th { "Written" } th { "Invoice" } th { "Destination" } th.num { "Attempts" } th { "Next attempt" } th { "Last error" } th { "Reference" } th { "" } } }
             tbody {
                 @for entry in &found.items {

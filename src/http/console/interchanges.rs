@@ -6,7 +6,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{NaiveDate, NaiveTime};
-use maud::html;
+use maud::{Markup, html};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -17,7 +17,7 @@ use crate::http::ApiContext;
 use crate::http::extract::Id;
 use crate::http::problem::ApiError;
 use crate::inbox::Status;
-use crate::inbox::resource::MinimalInterchange;
+use crate::inbox::resource::{InterchangeSummary, MinimalInterchange};
 use crate::store::{InterchangeFilter, InvoiceFilter};
 
 const PAGE: u32 = 50;
@@ -111,10 +111,22 @@ pub async fn list(
             button.primary type="submit" { "Filter" }
             a href="/console/interchanges" { "Clear" }
         }
+        (table(&found.items))
+        @if found.items.is_empty() { p.muted { "No interchange matches." } }
+        @if let Some(cursor) = found.next_cursor {
+            p.pager { a href={ "/console/interchanges?" (filters.with_cursor(cursor)) } { "Older →" } }
+        }
+    };
+    Ok(page("Interchanges", Tab::Interchanges, &session, &notice, content))
+}
+
+/// Interchanges as a table, each linked to its page.
+pub fn table(items: &[InterchangeSummary]) -> Markup {
+    html! {
         table #interchanges {
             thead { tr { th { "Received" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th.num { "Deliveries" } th { "Last delivery" } } }
             tbody {
-                @for item in &found.items {
+                @for item in items {
                     tr {
                         td { (when(item.received_at)) }
                         td { (item.sender_id) }
@@ -127,12 +139,7 @@ pub async fn list(
                 }
             }
         }
-        @if found.items.is_empty() { p.muted { "No interchange matches." } }
-        @if let Some(cursor) = found.next_cursor {
-            p.pager { a href={ "/console/interchanges?" (filters.with_cursor(cursor)) } { "Older →" } }
-        }
-    };
-    Ok(page("Interchanges", Tab::Interchanges, &session, &notice, content))
+    }
 }
 
 pub async fn detail(

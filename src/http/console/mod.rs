@@ -12,7 +12,7 @@ pub mod session;
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -47,8 +47,12 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/refusals", get(partners::refusals))
         .route("/console/assets/console.css", get(|| asset("text/css", include_str!("console.css"))))
         .route("/console/assets/console.js", get(|| asset("text/javascript", include_str!("console.js"))))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(middleware::from_fn(secure_headers))
 }
+
+/// The largest form the console reads: a token or a CSRF token, never an upload.
+const FORM_LIMIT: usize = 8 * 1024;
 
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -59,7 +63,8 @@ async fn secure_headers(request: Request, next: Next) -> Response {
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Not `no-referrer`: with it a browser sends `Origin: null` on the console's own forms.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -356,10 +361,16 @@ async fn sign_in(
     headers: HeaderMap,
     form: Result<axum::Form<SignIn>, axum::extract::rejection::FormRejection>,
 ) -> Response {
-    let token = form.map(|axum::Form(form)| form.token).unwrap_or_default();
+    let token = match form {
+        Ok(axum::Form(form)) => form.token,
+        // Too large (413), or not a form: nothing was compared with the token.
+        Err(rejection) => {
+            return sign_in_page(&ctx, rejection.status(), Some("That was not a sign-in form."));
+        }
+    };
     if !ctx.console.admits(&token) {
+        // Counted, not logged: a flood of guesses must not grow the log (as with the admin API).
         ingest::security_event("bad-admin-token");
-        tracing::warn!(target: "edi_inbox::security", "console sign-in with a wrong admin token");
         return sign_in_page(&ctx, StatusCode::UNAUTHORIZED, Some("That is not the admin token."));
     }
     let Some(value) = ctx.console.open() else {

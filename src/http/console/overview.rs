@@ -8,8 +8,9 @@ use axum::response::Response;
 use chrono::{Duration, Utc};
 use maud::{Markup, html};
 
+use super::interchanges;
 use super::session::Session;
-use super::{Failure, Notice, Tab, age, page, when};
+use super::{Failure, Notice, Tab, age, page};
 use crate::http::ApiContext;
 use crate::inbox::quarantine::QuarantineStatus;
 use crate::store::{ActivityRow, HourlyCount, InterchangeFilter, QuarantineFilter};
@@ -85,21 +86,7 @@ pub async fn show(
         (chart(&hourly))
         section #latest data-refresh {
             h2 { "Latest interchanges" }
-            table {
-                thead { tr { th { "Received" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th.num { "Deliveries" } } }
-                tbody {
-                    @for item in &latest.items {
-                        tr {
-                            td { (when(item.received_at)) }
-                            td { (item.sender_id) }
-                            td { a.mono href={ "/console/interchanges/" (item.id) } { (item.control_number) } }
-                            td { (item.standard) }
-                            td class={ "status-" (item.status) } { (item.status) }
-                            td.num { (item.deliveries) }
-                        }
-                    }
-                }
-            }
+            (interchanges::table(&latest.items))
         }
         h2 { "Per partner and outcome" }
         table {

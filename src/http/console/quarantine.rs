@@ -119,7 +119,7 @@ pub async fn detail(
             }
         }
         @if entry.status == QuarantineStatus::Held {
-            p #decide {
+            div #decide {
                 (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
                 (action(&format!("/console/quarantine/{id}/discard"), "Discard", &session, "danger"))
             }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Swagger UI in a real browser: headless Chromium (installed from Debian's packages when missing)
+# The browser tests, in Debian's headless Chromium. First Swagger UI: headless Chromium (installed from Debian's packages when missing)
 # loads /swagger-ui/ from the built binary with no internet, runs its JavaScript, and the rendered
 # page must list the API's operations — proof that the UI, its assets and /openapi.json are all
 # served by the binary; then a delivery of each standard is executed through the UI
-# (swagger_ui_delivery.py). Prints closing `N passed, N failed` lines.
+# (swagger_ui_delivery.py). Then the operator console (console.py, against a server of its own).
+# Screenshots go to target/browser/. Prints closing `N passed, N failed` lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -49,3 +50,6 @@ venv=target/browser-venv
 [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q -r tests/browser/requirements.txt
 "$venv/bin/python" tests/browser/swagger_ui_delivery.py "$address"
+
+# A person at the operator console: sign in, watch, filter, open, release, discard, retry, sign out.
+"$venv/bin/python" tests/browser/console.py target/debug/edi-inbox

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# How fast the operator console answers with 100,000 interchanges stored, on PostgreSQL and SQLite:
+# the release binary is filled over HTTP by examples/load.rs (unique first deliveries, then some
+# replays, so the audit trail has both), then every console page is fetched 20 times with a signed-in
+# session (curl, keep-alive off) and its median and slowest time printed, in milliseconds.
+# The issue's bar is 200 ms. Usage: bench/console.sh [INTERCHANGES]   (default 100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wanted=${1:-100000}
+cargo build --quiet --release --bin edi-inbox --example load
+source bench/postgres.sh
+token=bench-console-token
+
+stored() { # the exact number of interchanges, from the admin API's pages would be slow: ask the database
+  if [[ $1 == postgres ]]; then
+    psql -X -At "$server_url/edi_inbox_console" -c "SELECT count(*) FROM inbox"
+  else
+    python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM inbox').fetchone()[0])" "$work/console.db"
+  fi
+}
+
+printf '%-9s %-34s %8s %8s\n' backend page median_ms max_ms
+for backend in postgres sqlite; do
+  if [[ $backend == postgres ]]; then
+    fresh_pg edi_inbox_console
+    url=$server_url/edi_inbox_console
+  else
+    url=sqlite://$work/console.db
+  fi
+  EDI_INBOX_ADMIN_TOKEN=$token start_server "$work/$backend.log" target/release/edi-inbox --database-url "$url" \
+    --auth open --rate-limit 100000000
+  while (($(stored "$backend") < wanted)); do
+    target/release/examples/load "http://$address" 64 5 unique >/dev/null
+  done
+  target/release/examples/load "http://$address" 16 2 replay >/dev/null
+  sleep 2 # the audit trail is written in the background
+  curl -s -o /dev/null -c "$work/cookies" -d "token=$token" "http://$address/console/sign-in"
+  some=$(curl -s -b "$work/cookies" "http://$address/console/interchanges" | grep -o '/console/interchanges/[0-9a-f-]*' | head -n 1)
+  control=$(curl -s -b "$work/cookies" "http://$address$some" | grep -o 'Control number</th><td class="mono">[0-9]*' | grep -o '[0-9]*$')
+  for page in / /interchanges "/interchanges?control_number=$control" "/interchanges?status=rejected" \
+    "${some#/console}" /quarantine /accounting /partners /refusals; do
+    times=()
+    for _ in $(seq 1 20); do
+      times+=("$(curl -s -o /dev/null -b "$work/cookies" -w '%{http_code} %{time_total}' "http://$address/console$page")")
+    done
+    printf '%s\n' "${times[@]}" | awk -v backend="$backend ($(stored "$backend"))" -v page="$page" '
+      $1 != 200 { bad = 1 } { t[NR] = $2 * 1000 }
+      END {
+        if (bad) { print "console page " page " did not answer 200" > "/dev/stderr"; exit 1 }
+        n = asort(t); printf "%-9s %-34s %8.1f %8.1f\n", backend, substr(page, 1, 34), t[int((n + 1) / 2)], t[n]
+      }'
+  done
+  kill "$server"
+  wait "$server" 2>/dev/null || true
+  server=
+done

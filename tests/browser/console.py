@@ -1,0 +1,215 @@
+"""A person at the operator console, in Debian's Chromium driven by Playwright, against the binary.
+
+The script starts edi-inbox itself (partner authentication, an admin token, SQLite in a temporary
+directory) with a local accounting API (a Python HTTP server) that refuses the first invoice it is
+sent (422, so the outbox message is dead at once) and books everything after it is told to. Then, in
+the browser: sign in; see a delivery made meanwhile appear on the overview without reloading; filter
+the interchanges to it; open it and see its invoice and delivery attempts; compare a held conflict
+with its original and release it; discard a held invalid interchange; retry the dead letter once the
+accounting API books again and see it delivered; sign out. Every step leaves a screenshot in
+target/browser/console-*.png. Usage: console.py BINARY. Prints a closing `N passed, N failed` line.
+"""
+
+import http.server
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+ADMIN = "console-admin-token"
+SHOTS = ROOT / "target" / "browser"
+
+
+class Accounting(http.server.BaseHTTPRequestHandler):
+    """The accounting API: 422 until `books` is set, then 201 with a reference."""
+
+    books = False
+    received = 0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        Accounting.received += 1
+        if Accounting.books:
+            answer, status = json.dumps({"id": f"ACC-{Accounting.received}"}).encode(), 201
+        else:
+            answer, status = b"ledger period 2026-03 is closed", 422
+        self.send_response(status)
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *_):
+        pass
+
+
+def request(address, method, path, body=None, headers=None):
+    call = urllib.request.Request(f"http://{address}{path}", data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(call, timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def start(binary, work, accounting_url):
+    environment = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", EDI_INBOX_ADMIN_TOKEN=ADMIN,
+                       EDI_INBOX_RELAY_POLL_MS="200")
+    log = open(work / "server.log", "w+")
+    server = subprocess.Popen([binary, "--bind", "127.0.0.1:0", "--auth", "partners",
+                               "--database-url", f"sqlite://{work}/inbox.db", "--accounting-url", accounting_url,
+                               "serve"], stderr=log, env=environment)
+    for _ in range(100):
+        log.seek(0)
+        for line in log:
+            if '"listening"' in line:
+                return server, json.loads(line)["fields"]["address"]
+        time.sleep(0.1)
+    raise SystemExit("edi-inbox did not start:\n" + (work / "server.log").read_text())
+
+
+def main(binary):
+    passed = failed = 0
+
+    def check(name, step):
+        nonlocal passed, failed
+        try:
+            step()
+            passed += 1
+            print(f"ok   {name}")
+        except Exception as error:  # an assertion or a Playwright timeout: reported, the run goes on
+            failed += 1
+            print(f"FAIL {name}: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
+
+    accounting = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Accounting)
+    threading.Thread(target=accounting.serve_forever, daemon=True).start()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="edi-inbox-console-"))
+    server, address = start(binary, work, f"http://127.0.0.1:{accounting.server_port}/invoices")
+    try:
+        admin = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
+        status, body = request(address, "POST", "/v1/admin/partners", json.dumps({
+            "id": "acme", "name": "ACME Supply", "senders": ["x12:ZZ:ACMESUPPLY"],
+            "conflict_policy": "quarantine"}).encode(), admin)
+        assert status == 201, body
+        key = next(s["secret"] for s in json.loads(body)["secrets"] if s["kind"] == "api_key")
+
+        def deliver(name, replace=None):
+            payload = (FIXTURES / "x12" / name).read_bytes()
+            if replace:
+                payload = payload.replace(*replace)
+            return request(address, "POST", "/v1/interchanges", payload,
+                           {"authorization": f"Bearer {key}", "content-type": "application/edi-x12"})
+
+        assert deliver("810-single.edi")[0] == 201  # refused by the accounting API: a dead letter
+        assert deliver("810-single-conflict.edi")[0] == 202  # held: conflicts with the first
+        assert deliver("invalid-se-count.edi", (b"000001142", b"000007001"))[0] == 202  # held: invalid
+
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            blocked = []
+            page.on("console", lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else None)
+            base = f"http://{address}/console"
+
+            def sign_in():
+                page.goto(f"{base}/")
+                expect(page).to_have_url(f"{base}/sign-in")
+                page.fill("#token", ADMIN)
+                page.click("button[type=submit]")
+                expect(page.locator("h1")).to_have_text("Overview")
+                page.screenshot(path=str(SHOTS / "console-sign-in.png"))
+            check("sign in with the admin token", sign_in)
+
+            def fresh_delivery_appears():
+                expect(page.locator("#latest")).not_to_contain_text("000008123")
+                assert deliver("810-single.edi", (b"000001142", b"000008123"))[0] == 201
+                expect(page.locator("#latest")).to_contain_text("000008123", timeout=15000)
+                page.screenshot(path=str(SHOTS / "console-overview.png"), full_page=True)
+            check("a fresh delivery appears on the overview by itself", fresh_delivery_appears)
+
+            def filter_and_open():
+                page.click("nav >> text=Interchanges")
+                page.fill("input[name=control_number]", "000008123")
+                page.select_option("select[name=partner]", "acme")
+                page.click("form.filters button[type=submit]")
+                rows = page.locator("#interchanges tbody tr")
+                expect(rows).to_have_count(1)
+                page.screenshot(path=str(SHOTS / "console-interchanges.png"))
+                rows.first.locator("a").click()
+                expect(page.locator("#invoices tbody tr")).to_have_count(1)
+                expect(page.locator("#invoices")).to_contain_text("INV-1042")
+                expect(page.locator("#deliveries tbody tr")).to_have_count(1)
+                expect(page.locator("#deliveries")).to_contain_text("recorded")
+                expect(page.locator("#ack")).to_contain_text("AK5*A")
+                page.screenshot(path=str(SHOTS / "console-interchange.png"), full_page=True)
+            check("filter to it, open it: its invoice, delivery attempt and 997", filter_and_open)
+
+            def release_conflict():
+                page.click("nav >> text=Quarantine")
+                expect(page.locator("#quarantine tbody tr")).to_have_count(2)
+                page.locator("#quarantine tbody tr", has_text="conflict").locator("a").click()
+                expect(page.locator("#diff .removed").first).to_be_visible()
+                expect(page.locator("#diff .added").first).to_be_visible()
+                page.screenshot(path=str(SHOTS / "console-quarantine.png"), full_page=True)
+                page.click("#decide >> text=Release")
+                expect(page.locator(".notice")).to_contain_text("Released")
+                expect(page.locator("#quarantine tbody tr")).to_have_count(1)
+            check("compare a held conflict with its original and release it", release_conflict)
+
+            def discard_invalid():
+                page.locator("#quarantine tbody tr", has_text="invalid").locator("a").click()
+                page.click("#decide >> text=Discard")
+                expect(page.locator(".notice")).to_contain_text("Discarded")
+                expect(page.locator("#quarantine tbody tr")).to_have_count(0)
+                status, body = request(address, "GET", "/v1/admin/quarantine?status=discarded", None, admin)
+                assert len(json.loads(body)["items"]) == 1, body
+            check("discard a held invalid interchange", discard_invalid)
+
+            def retry_dead_letter():
+                page.click("nav >> text=Accounting")
+                # Every invoice booked so far was refused: the two delivered and the released one.
+                dead = page.locator("#outbox tbody tr", has_text="ledger period 2026-03 is closed")
+                expect(dead).to_have_count(3, timeout=15000)
+                Accounting.books = True
+                dead.first.locator("text=Retry").click()
+                expect(page.locator(".notice")).to_contain_text("Queued again")
+                for _ in range(50):
+                    page.goto(f"{base}/accounting?status=delivered")
+                    if page.locator("#outbox tbody tr", has_text="ACC-").count():
+                        break
+                    time.sleep(0.2)
+                expect(page.locator("#outbox tbody tr", has_text="ACC-")).to_have_count(1)
+                page.screenshot(path=str(SHOTS / "console-accounting.png"))
+            check("retry a dead letter against the accounting API: delivered", retry_dead_letter)
+
+            def sign_out():
+                page.click("text=Sign out")
+                expect(page).to_have_url(f"{base}/sign-in")
+                page.goto(f"{base}/partners")
+                expect(page).to_have_url(f"{base}/sign-in")
+                page.screenshot(path=str(SHOTS / "console-signed-out.png"))
+            check("sign out: the pages ask to sign in again", sign_out)
+
+            def nothing_blocked():
+                assert not blocked, blocked
+            check("the Content-Security-Policy blocked nothing the console uses", nothing_blocked)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        accounting.shutdown()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -45,7 +45,24 @@ impl Store {
         filter: &InvoiceFilter,
         id: Option<Uuid>,
     ) -> Result<Vec<InvoiceResource>, StoreError> {
-        const SQL: &str = "SELECT i.id, i.inbox_id, i.document_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
+        let filters = super::only_given(&[
+            (id.is_some(), "id = $1", "$1"),
+            (filter.interchange_id.is_some(), "inbox_id = $2", "$2"),
+            (filter.number.is_some(), "number = $3", "$3"),
+            (filter.cursor.is_some(), "id < $4", "$4"),
+            (
+                filter.accounting_status.is_some(),
+                "id IN (SELECT invoice_id FROM outbox WHERE status = $6)",
+                "$6",
+            ),
+            (
+                filter.export_id.is_some(),
+                "id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = $7)",
+                "$7",
+            ),
+        ]);
+        let sql = format!(
+            "SELECT i.id, i.inbox_id, i.document_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
             i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
@@ -54,16 +71,13 @@ impl Store {
             o.status AS accounting_status, o.reference AS accounting_reference, \
             o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
             FROM (SELECT * FROM invoices \
-                WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR inbox_id = $2) AND ($3 IS NULL OR number = $3) \
-                AND ($4 IS NULL OR id < $4) \
-                AND ($6 IS NULL OR id IN (SELECT invoice_id FROM outbox WHERE status = $6)) \
-                AND ($7 IS NULL OR id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = $7)) \
-                ORDER BY id DESC LIMIT $5) AS i \
+                WHERE {filters} ORDER BY id DESC LIMIT $5) AS i \
             LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
             LEFT JOIN outbox o ON o.invoice_id = i.id \
-            ORDER BY i.id DESC, l.line_number";
+            ORDER BY i.id DESC, l.line_number"
+        );
         let limit = i64::from(filter.limit);
-        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(SQL)
+        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
             .bind(filter.accounting_status.map(AccountingStatus::as_str)).bind(filter.export_id)
             .fetch_all(pool).await?);

@@ -129,11 +129,12 @@ async fn a_cross_site_post_changes_nothing(backend: Backend) {
     let (_, _, page) = browser.get(&format!("/console/quarantine/{id}")).await;
     let token = csrf(&page);
     let discard = format!("/console/quarantine/{id}/discard");
-    let attempts: [(&str, Vec<Pair>, Vec<Pair>); 4] = [
+    let attempts: [(&str, Vec<Pair>, Vec<Pair>); 5] = [
         ("no token", vec![], vec![]),
         ("another token", vec![("csrf", "0123456789abcdef")], vec![]),
         ("another site's origin", vec![("csrf", &token)], vec![("origin", "https://evil.example")]),
         ("a cross-site fetch", vec![("csrf", &token)], vec![("sec-fetch-site", "cross-site")]),
+        ("a sibling subdomain's fetch", vec![("csrf", &token)], vec![("sec-fetch-site", "same-site")]),
     ];
     for (what, form, headers) in &attempts {
         let answer = browser.post(&discard, form, headers).await;

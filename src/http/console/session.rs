@@ -3,8 +3,9 @@
 //! replica accepts it without shared state and a new admin token ends every session. It is
 //! `HttpOnly`, `SameSite=Strict`, `Secure` unless the console is reached on a loopback name, and
 //! lives [`SESSION_TTL`]. Each session's CSRF token is a MAC of its nonce; every state-changing form
-//! carries it, and a request another site started (`Sec-Fetch-Site: cross-site`, or an `Origin`
-//! that is not this host) is refused before the token is looked at. Signing out forgets the nonce
+//! carries it, and a request another site started (`Sec-Fetch-Site` other than `same-origin`, or,
+//! from a browser that does not send it, an `Origin` that is not this host) is refused before the
+//! token is looked at. Signing out forgets the nonce
 //! on this replica.
 
 use std::collections::HashMap;
@@ -118,13 +119,18 @@ impl Session {
     /// CSRF token.
     pub fn check(&self, headers: &HeaderMap, csrf: &str) -> Result<(), Refusal> {
         let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
-        if header("sec-fetch-site").is_some_and(|site| site == "cross-site") {
-            return Err(Refusal::Forged);
-        }
-        if let Some(origin) = header(ORIGIN.as_str()) {
-            let host = origin.split_once("://").map(|(_, host)| host);
-            if host.is_none() || host != header(HOST.as_str()) {
-                return Err(Refusal::Forged);
+        match header("sec-fetch-site") {
+            // What every current browser says; trusted over `Origin`, which a proxy's rewritten
+            // `Host` would not match.
+            Some("same-origin" | "none") => {}
+            Some(_) => return Err(Refusal::Forged),
+            None => {
+                if let Some(origin) = header(ORIGIN.as_str()) {
+                    let host = origin.split_once("://").map(|(_, host)| host);
+                    if host.is_none() || host != header(HOST.as_str()) {
+                        return Err(Refusal::Forged);
+                    }
+                }
             }
         }
         let expected = Sha256::digest(self.csrf.as_bytes());

@@ -172,6 +172,10 @@ pub struct ServerConfig {
     /// endpoints; the admin API is disabled without one.
     #[arg(long, env = "EDI_INBOX_ADMIN_TOKEN", global = true, hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Token that signs in to the operator console read only: every page, no button. The admin
+    /// token signs in as an operator.
+    #[arg(long, env = "EDI_INBOX_CONSOLE_VIEWER_TOKEN", global = true, hide_env_values = true)]
+    pub console_viewer_token: Option<String>,
     /// Origins allowed to push CloudEvents webhooks here (the validation handshake's
     /// `WebHook-Request-Origin`), comma-separated; `*` allows any. None by default.
     #[arg(long, env = "EDI_INBOX_WEBHOOK_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]

@@ -7,6 +7,7 @@ mod common;
 
 use common::partners::{ADMIN, post_with_key, register, secured};
 use common::{Backend, Harness, fixture};
+use edi_inbox::config::ServerConfig;
 use reqwest::redirect::Policy;
 use serde_json::json;
 
@@ -156,6 +157,33 @@ async fn a_cross_site_post_changes_nothing(backend: Backend) {
     h.finish().await;
 }
 
+async fn a_viewer_sees_every_page_and_changes_nothing(backend: Backend) {
+    let server = ServerConfig { console_viewer_token: Some("viewer-token".into()), ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    assert_eq!(post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await.status, 201);
+    let held = post_with_key(&h, &acme.api_key, fixture("x12/810-single-conflict.edi")).await;
+    let id = held.json()["id"].as_str().unwrap().to_owned();
+    let mut viewer = Browser::new(&h);
+    assert_eq!(viewer.sign_in("viewer-token").await.status(), 303);
+    let (status, _, page) = viewer.get(&format!("/console/quarantine/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("TDS*800875~"), "a viewer sees the comparison");
+    assert!(!page.contains("/release") && !page.contains("/discard"), "and no button");
+    let (_, _, partners) = viewer.get("/console/partners").await;
+    assert!(!partners.contains("/suspend"));
+    let token = csrf(&page); // the sign-out form's
+    for path in [format!("/console/quarantine/{id}/release"), "/console/partners/acme/suspend".to_owned()] {
+        assert_eq!(viewer.post(&path, &[("csrf", &token)], &[]).await.status(), 403, "{path}");
+    }
+    let (_, _, still) = viewer.get("/console/quarantine?status=held").await;
+    assert!(still.contains(&id));
+    let (_, _, partners) = viewer.get("/console/partners").await;
+    assert!(partners.contains("status-active"), "the partner was not suspended");
+    assert_eq!(viewer.post("/console/sign-out", &[("csrf", &token)], &[]).await.status(), 303);
+    h.finish().await;
+}
+
 async fn hostile_values_render_as_text(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
     let topic = "arn:aws:sns:eu-west-1:123456789012:<script>alert('topic')</script>";
@@ -215,5 +243,6 @@ async fn hostile_values_render_as_text(backend: Backend) {
 both_backends!(
     sign_in_gives_a_strict_session_and_every_page_strict_headers,
     a_cross_site_post_changes_nothing,
+    a_viewer_sees_every_page_and_changes_nothing,
     hostile_values_render_as_text,
 );

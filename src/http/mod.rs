@@ -117,6 +117,7 @@ impl ApiContext {
             as2,
             console: Arc::new(console::session::Sessions::new(
                 server.admin_token.as_deref().filter(|token| !token.is_empty()),
+                server.console_viewer_token.as_deref().filter(|token| !token.is_empty()),
             )),
         })
     }

@@ -107,6 +107,7 @@ pub fn server_config() -> ServerConfig {
         auth: AuthMode::Auto,
         allow_open_on_network: false,
         admin_token: None,
+        console_viewer_token: None,
         webhook_allowed_origins: Vec::new(),
         as2_receiver_ids: Vec::new(),
         as2_keys: Vec::new(),

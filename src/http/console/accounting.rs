@@ -91,8 +91,9 @@ pub async fn list(
 pub async fn act(
     State(ctx): State<ApiContext>,
     Path((id, decision)): Path<(Uuid, Decision)>,
-    Confirmed(_session): Confirmed,
+    Confirmed(session): Confirmed,
 ) -> Result<Response, Failure> {
+    session.may_act()?;
     let what = match decision {
         Decision::Retry => {
             admin::retry(&ctx, id).await?;

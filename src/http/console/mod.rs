@@ -109,6 +109,10 @@ impl IntoResponse for Failure {
             Failure::Refused(Refusal::SignedOut) => {
                 return Redirect::to("/console/sign-in").into_response();
             }
+            Failure::Refused(Refusal::ReadOnly) => (
+                StatusCode::FORBIDDEN,
+                "This session is read only: sign in with the admin token to act.".to_owned(),
+            ),
             Failure::Refused(Refusal::Forged) => {
                 ingest::security_event("console-forged-request");
                 tracing::warn!(target: "edi_inbox::security", "console request without its session's CSRF token refused");
@@ -248,8 +252,11 @@ fn bare(title: &str, body: Markup) -> Markup {
     }
 }
 
-/// A one-button form posting an action with the session's CSRF token.
+/// A one-button form posting an action with the session's CSRF token; nothing for a viewer.
 pub fn action(path: &str, label: &str, session: &Session, class: &str) -> Markup {
+    if session.may_act().is_err() {
+        return html! {};
+    }
     html! {
         form.action method="post" action=(path) {
             input type="hidden" name="csrf" value=(session.csrf);
@@ -265,7 +272,8 @@ struct ActionForm {
 }
 
 /// A state-changing request of a signed-in session, its CSRF token checked: the extractor of every
-/// console action. A body that is no such form counts as forged.
+/// console action (actions then ask [`Session::may_act`]). A body that is no such form counts as
+/// forged.
 pub struct Confirmed(pub Session);
 
 impl FromRequest<ApiContext> for Confirmed {
@@ -340,13 +348,13 @@ fn sign_in_page(ctx: &ApiContext, status: StatusCode, error: Option<&str>) -> Re
             main.sign-in {
                 h1 { "edi-inbox console" }
                 @if !ctx.console.enabled() {
-                    p.problem { "The console needs the admin token: set EDI_INBOX_ADMIN_TOKEN and restart." }
+                    p.problem { "The console needs a token: set EDI_INBOX_ADMIN_TOKEN (or EDI_INBOX_CONSOLE_VIEWER_TOKEN) and restart." }
                 }
                 @if let Some(error) = error {
                     p.problem role="alert" { (error) }
                 }
                 form method="post" action="/console/sign-in" {
-                    label for="token" { "Admin token" }
+                    label for="token" { "Admin or viewer token" }
                     input id="token" name="token" type="password" autocomplete="current-password" required;
                     button type="submit" { "Sign in" }
                 }
@@ -368,12 +376,16 @@ async fn sign_in(
             return sign_in_page(&ctx, rejection.status(), Some("That was not a sign-in form."));
         }
     };
-    if !ctx.console.admits(&token) {
+    let Some(role) = ctx.console.admits(&token) else {
         // Counted, not logged: a flood of guesses must not grow the log (as with the admin API).
         ingest::security_event("bad-admin-token");
-        return sign_in_page(&ctx, StatusCode::UNAUTHORIZED, Some("That is not the admin token."));
-    }
-    let Some(value) = ctx.console.open() else {
+        return sign_in_page(
+            &ctx,
+            StatusCode::UNAUTHORIZED,
+            Some("That is neither the admin nor the viewer token."),
+        );
+    };
+    let Some(value) = ctx.console.open(role) else {
         return Failure::Api(ApiError::Internal).into_response();
     };
     let mut response = Redirect::to("/console/").into_response();

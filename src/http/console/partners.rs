@@ -79,8 +79,9 @@ fn encode(id: &str) -> String {
 pub async fn act(
     State(ctx): State<ApiContext>,
     Path((id, decision)): Path<(String, Decision)>,
-    Confirmed(_session): Confirmed,
+    Confirmed(session): Confirmed,
 ) -> Result<Response, Failure> {
+    session.may_act()?;
     let (status, what) = match decision {
         Decision::Suspend => (PartnerStatus::Suspended, Done::Suspended),
         Decision::Activate => (PartnerStatus::Active, Done::Activated),

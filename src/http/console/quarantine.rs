@@ -155,8 +155,9 @@ fn comparison(original: Option<&[u8]>, held: &[u8]) -> Markup {
 pub async fn act(
     State(ctx): State<ApiContext>,
     Path((id, decision)): Path<(Uuid, Decision)>,
-    Confirmed(_session): Confirmed,
+    Confirmed(session): Confirmed,
 ) -> Result<Response, Failure> {
+    session.may_act()?;
     let what = match decision {
         Decision::Release => {
             admin::release(&ctx, id).await?;

@@ -1,6 +1,7 @@
-//! Signing in to the console. The admin token, posted once to `/console/sign-in`, becomes a session
-//! cookie: `{expiry}.{nonce}.{MAC}`, MACed with a key derived from the admin token, so that every
-//! replica accepts it without shared state and a new admin token ends every session. It is
+//! Signing in to the console. The admin token (an operator) or the viewer token (read only), posted
+//! once to `/console/sign-in`, becomes a session cookie: `{expiry}.{role}.{nonce}.{MAC}`, MACed with
+//! a key derived from both tokens, so that every replica accepts it without shared state and a new
+//! token ends every session. It is
 //! `HttpOnly`, `SameSite=Strict`, `Secure` unless the console is reached on a loopback name, and
 //! lives [`SESSION_TTL`]. Each session's CSRF token is a MAC of its nonce; every state-changing form
 //! carries it, and a request another site started (`Sec-Fetch-Site` other than `same-origin`, or,
@@ -25,17 +26,41 @@ use super::super::ApiContext;
 pub const SESSION_TTL: chrono::Duration = chrono::Duration::minutes(30);
 const COOKIE_NAME: &str = "edi_inbox_console";
 
-/// The console's sessions: the MAC key derived from the admin token (none: nobody can sign in)
-/// and the nonces signed out before they expired.
+/// The console's sessions: the MAC key derived from the tokens (none: nobody can sign in), the
+/// tokens' digests, and the nonces signed out before they expired.
 pub struct Sessions {
     key: Option<[u8; 32]>,
-    token_digest: Option<[u8; 32]>,
+    operator_digest: Option<[u8; 32]>,
+    viewer_digest: Option<[u8; 32]>,
     signed_out: Mutex<HashMap<String, i64>>,
 }
 
-/// A signed-in operator's session.
+/// What a session may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Signed in with the admin token: every page and every button.
+    Operator,
+    /// Signed in with the viewer token: every page, no button.
+    Viewer,
+}
+
+impl Role {
+    fn mark(self) -> &'static str {
+        match self {
+            Role::Operator => "o",
+            Role::Viewer => "v",
+        }
+    }
+
+    fn from_mark(mark: &str) -> Option<Role> {
+        [Role::Operator, Role::Viewer].into_iter().find(|role| role.mark() == mark)
+    }
+}
+
+/// A signed-in session.
 pub struct Session {
     nonce: String,
+    pub role: Role,
     /// The token every form of this session carries.
     pub csrf: String,
 }
@@ -47,18 +72,31 @@ pub enum Refusal {
     SignedOut,
     /// A state-changing request without this session's CSRF token, or started by another site.
     Forged,
+    /// A viewer's session asked for an action.
+    ReadOnly,
 }
 
 impl Sessions {
-    pub fn new(admin_token: Option<&str>) -> Sessions {
-        let key = admin_token.map(|token| {
-            Sha256::new().chain_update(b"edi-inbox console session\0").chain_update(token).finalize().into()
+    pub fn new(admin_token: Option<&str>, viewer_token: Option<&str>) -> Sessions {
+        let key = (admin_token.is_some() || viewer_token.is_some()).then(|| {
+            Sha256::new()
+                .chain_update(b"edi-inbox console session\0")
+                .chain_update(admin_token.unwrap_or_default())
+                .chain_update(b"\0")
+                .chain_update(viewer_token.unwrap_or_default())
+                .finalize()
+                .into()
         });
-        let token_digest = admin_token.map(|token| Sha256::digest(token.as_bytes()).into());
-        Sessions { key, token_digest, signed_out: Mutex::default() }
+        let digest = |token: &str| Sha256::digest(token.as_bytes()).into();
+        Sessions {
+            key,
+            operator_digest: admin_token.map(digest),
+            viewer_digest: viewer_token.map(digest),
+            signed_out: Mutex::default(),
+        }
     }
 
-    /// Whether anyone can sign in (an admin token is configured).
+    /// Whether anyone can sign in (a token is configured).
     pub fn enabled(&self) -> bool {
         self.key.is_some()
     }
@@ -73,21 +111,27 @@ impl Sessions {
     }
 
     /// A new session's cookie value, valid for [`SESSION_TTL`].
-    pub fn open(&self) -> Option<String> {
+    pub fn open(&self, role: Role) -> Option<String> {
         let expires = (Utc::now() + SESSION_TTL).timestamp().to_string();
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
-        let nonce = hex(&nonce);
-        let mac = self.mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])?.finalize().into_bytes();
-        Some(format!("{expires}.{nonce}.{}", hex(&mac)))
+        let (nonce, role) = (hex(&nonce), role.mark());
+        let mac = self
+            .mac(&[b"session", expires.as_bytes(), role.as_bytes(), nonce.as_bytes()])?
+            .finalize()
+            .into_bytes();
+        Some(format!("{expires}.{role}.{nonce}.{}", hex(&mac)))
     }
 
     /// The session a cookie value proves: well formed, MAC valid, not expired, not signed out.
     fn session(&self, value: &str) -> Option<Session> {
-        let mut fields = value.splitn(3, '.');
-        let (expires, nonce, mac) = (fields.next()?, fields.next()?, fields.next()?);
+        let mut fields = value.splitn(4, '.');
+        let (expires, mark, nonce, mac) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
         let mac = unhex(mac)?;
-        self.mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])?.verify_slice(&mac).ok()?;
+        self.mac(&[b"session", expires.as_bytes(), mark.as_bytes(), nonce.as_bytes()])?
+            .verify_slice(&mac)
+            .ok()?;
+        let role = Role::from_mark(mark)?;
         if expires.parse::<i64>().ok()? <= Utc::now().timestamp() {
             return None;
         }
@@ -95,7 +139,7 @@ impl Sessions {
             return None;
         }
         let csrf = hex(&self.mac(&[b"csrf", nonce.as_bytes()])?.finalize().into_bytes());
-        Some(Session { nonce: nonce.to_owned(), csrf })
+        Some(Session { nonce: nonce.to_owned(), role, csrf })
     }
 
     /// Forgets a session here; the nonces of expired sessions are dropped on the way.
@@ -107,14 +151,28 @@ impl Sessions {
         }
     }
 
-    /// Whether `token` is the admin token; comparing digests keeps the timing independent of it.
-    pub fn admits(&self, token: &str) -> bool {
-        self.token_digest
-            .is_some_and(|expected| <[u8; 32]>::from(Sha256::digest(token.as_bytes())) == expected)
+    /// The role `token` signs in as, if any; comparing digests keeps the timing independent of it.
+    pub fn admits(&self, token: &str) -> Option<Role> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if self.operator_digest == Some(digest) {
+            Some(Role::Operator)
+        } else if self.viewer_digest == Some(digest) {
+            Some(Role::Viewer)
+        } else {
+            None
+        }
     }
 }
 
 impl Session {
+    /// Refuses a viewer's action.
+    pub fn may_act(&self) -> Result<(), Refusal> {
+        match self.role {
+            Role::Operator => Ok(()),
+            Role::Viewer => Err(Refusal::ReadOnly),
+        }
+    }
+
     /// Checks a state-changing request: not started by another site, and carrying this session's
     /// CSRF token.
     pub fn check(&self, headers: &HeaderMap, csrf: &str) -> Result<(), Refusal> {
@@ -195,8 +253,8 @@ mod tests {
 
     #[test]
     fn a_session_is_accepted_until_changed_or_signed_out_and_another_token_rejects_it() {
-        let sessions = Sessions::new(Some("admin"));
-        let value = sessions.open().unwrap();
+        let sessions = Sessions::new(Some("admin"), Some("viewer"));
+        let value = sessions.open(Role::Operator).unwrap();
         let session = sessions.session(&value).expect("a fresh session");
         let mut forged = value.clone().into_bytes();
         let last = forged.len() - 1;
@@ -204,8 +262,17 @@ mod tests {
         assert!(sessions.session(std::str::from_utf8(&forged).unwrap()).is_none());
         let (_, rest) = value.split_once('.').unwrap();
         assert!(sessions.session(&format!("99999999999.{rest}")).is_none(), "a later expiry breaks the MAC");
-        assert!(Sessions::new(Some("rotated")).session(&value).is_none());
-        assert!(Sessions::new(None).session(&value).is_none());
+        let viewer = value.replacen(".o.", ".v.", 1);
+        assert!(
+            sessions.session(&viewer).is_none(),
+            "the role is MACed: a viewer's cookie cannot be made an operator's"
+        );
+        assert!(Sessions::new(Some("rotated"), Some("viewer")).session(&value).is_none());
+        assert!(Sessions::new(Some("admin"), Some("rotated")).session(&value).is_none());
+        assert!(Sessions::new(None, None).session(&value).is_none());
+        assert_eq!(sessions.admits("viewer"), Some(Role::Viewer));
+        assert_eq!(sessions.admits("admin"), Some(Role::Operator));
+        assert_eq!(sessions.admits("guess"), None);
         sessions.close(&session);
         assert!(sessions.session(&value).is_none());
     }

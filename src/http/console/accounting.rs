@@ -8,7 +8,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::session::Session;
-use super::{Confirmed, Done, Failure, Notice, Tab, action, done, optional, page, query, when};
+use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
 use crate::http::ApiContext;
 use crate::http::outbox as admin;
 use crate::inbox::outbox::AccountingStatus;
@@ -23,7 +23,7 @@ const STATES: [AccountingStatus; 4] = [
 ];
 
 #[derive(Deserialize)]
-pub struct Filters {
+pub struct Shown {
     /// `dead` unless another state is asked for.
     #[serde(default, deserialize_with = "optional")]
     status: Option<AccountingStatus>,
@@ -42,9 +42,8 @@ pub async fn list(
     State(ctx): State<ApiContext>,
     session: Session,
     Query(notice): Query<Notice>,
-    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+    Filters(filters): Filters<Shown>,
 ) -> Result<Response, Failure> {
-    let filters = query(filters)?;
     let status = filters.status.unwrap_or(AccountingStatus::Dead);
     let filter = OutboxFilter { status: Some(status), cursor: filters.cursor, limit: PAGE };
     let (found, stats) = tokio::try_join!(ctx.store.outbox(&filter), ctx.store.outbox_stats())?;

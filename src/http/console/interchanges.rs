@@ -11,7 +11,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::session::Session;
-use super::{Failure, Notice, Tab, optional, page, query, when};
+use super::{Failure, Filters, Notice, Tab, optional, page, when};
 use crate::edi::Standard;
 use crate::http::ApiContext;
 use crate::http::extract::Id;
@@ -24,7 +24,7 @@ const PAGE: u32 = 50;
 const LISTED: u32 = 200;
 
 #[derive(Deserialize, Default)]
-pub struct Filters {
+pub struct Shown {
     #[serde(default, deserialize_with = "optional")]
     partner: Option<String>,
     #[serde(default, deserialize_with = "optional")]
@@ -43,7 +43,7 @@ pub struct Filters {
     cursor: Option<Uuid>,
 }
 
-impl Filters {
+impl Shown {
     /// The query string of these filters on another page (`cursor` replaced).
     fn with_cursor(&self, cursor: Uuid) -> String {
         let mut pairs = url_pairs();
@@ -67,9 +67,8 @@ pub async fn list(
     State(ctx): State<ApiContext>,
     session: Session,
     Query(notice): Query<Notice>,
-    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+    Filters(filters): Filters<Shown>,
 ) -> Result<Response, Failure> {
-    let filters = query(filters)?;
     let midnight = |day: NaiveDate| day.and_time(NaiveTime::MIN).and_utc();
     let filter = InterchangeFilter {
         partner: filters.partner.clone(),

@@ -11,7 +11,6 @@ mod quarantine;
 pub mod session;
 
 use axum::Router;
-use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -291,11 +290,21 @@ impl FromRequest<ApiContext> for Confirmed {
     }
 }
 
-/// A page's query parameters; a value that does not parse is a 400 page.
-pub fn query<T>(parsed: Result<Query<T>, QueryRejection>) -> Result<T, Failure> {
-    parsed
-        .map(|Query(value)| value)
-        .map_err(|rejection| Failure::Api(ApiError::BadRequest(rejection.body_text())))
+/// A page's filters, from its query string; a value that does not parse is a 400 page.
+pub struct Filters<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<ApiContext> for Filters<T> {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        ctx: &ApiContext,
+    ) -> Result<Self, Failure> {
+        Query::<T>::from_request_parts(parts, ctx)
+            .await
+            .map(|Query(filters)| Filters(filters))
+            .map_err(|rejection| Failure::Api(ApiError::BadRequest(rejection.body_text())))
+    }
 }
 
 /// Reads a form field that a browser sends empty when nothing was chosen: empty is `None`,

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::session::Session;
-use super::{Confirmed, Done, Failure, Notice, Tab, action, done, optional, page, query, when};
+use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
 use crate::edi::diff::{self, Change};
 use crate::http::ApiContext;
 use crate::http::extract::Id;
@@ -21,7 +21,7 @@ use crate::store::QuarantineFilter;
 const PAGE: u32 = 100;
 
 #[derive(Deserialize)]
-pub struct Filters {
+pub struct Shown {
     /// `held` unless another state is asked for; `all` is no filter.
     #[serde(default, deserialize_with = "optional")]
     status: Option<String>,
@@ -40,9 +40,8 @@ pub async fn list(
     State(ctx): State<ApiContext>,
     session: Session,
     Query(notice): Query<Notice>,
-    filters: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
+    Filters(filters): Filters<Shown>,
 ) -> Result<Response, Failure> {
-    let filters = query(filters)?;
     let status = match filters.status.as_deref() {
         None => Some(QuarantineStatus::Held),
         Some("all") => None,

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if ! command -v chromium >/dev/null; then
-  echo "swagger_ui: installing Debian's chromium" >&2
+  echo "browser tests: installing Debian's chromium" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi

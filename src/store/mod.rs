@@ -91,7 +91,7 @@ use crate::edi::Standard;
 use crate::inbox::resource::{InterchangeSummary, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
-pub use console::{ActivityRow, HourlyCount, RefusalGroup};
+pub use console::{ActivityCount, RefusalGroup};
 pub use exports::{Export, FinishedExport};
 pub use invoices::InvoiceFilter;
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};

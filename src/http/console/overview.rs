@@ -5,7 +5,9 @@
 
 use axum::extract::{Query, State};
 use axum::response::Response;
-use chrono::{Duration, Utc};
+use std::collections::BTreeMap;
+
+use chrono::Utc;
 use maud::{Markup, html};
 
 use super::interchanges;
@@ -13,7 +15,7 @@ use super::session::Session;
 use super::{Failure, Notice, Tab, age, page};
 use crate::http::ApiContext;
 use crate::inbox::quarantine::QuarantineStatus;
-use crate::store::{ActivityRow, HourlyCount, InterchangeFilter, QuarantineFilter};
+use crate::store::{ActivityCount, InterchangeFilter, QuarantineFilter};
 
 const HOURS: i64 = 24;
 /// Held entries counted exactly; more show as `100+`.
@@ -46,19 +48,29 @@ pub async fn show(
     let store = &ctx.store;
     let held = QuarantineFilter { status: Some(QuarantineStatus::Held), cursor: None, limit: HELD_COUNTED };
     let latest = InterchangeFilter { limit: 10, ..InterchangeFilter::default() };
-    let (activity, hourly, outbox, storage, held, latest) = tokio::try_join!(
-        store.activity(now - Duration::hours(HOURS), now - Duration::hours(1)),
-        store.hourly(now, HOURS),
+    let (activity, outbox, storage, held, latest) = tokio::try_join!(
+        store.activity(now, HOURS),
         store.outbox_stats(),
         store.storage_stats(),
         store.quarantined(&held),
         store.interchanges(&latest),
     )?;
-    let total = |pick: fn(&ActivityRow) -> i64| {
-        activity.iter().filter(|row| !row.outcome.starts_with("refused")).map(pick).sum::<i64>()
+    // (partner, outcome) -> (last hour, last 24 h), in that order.
+    let mut per_partner: BTreeMap<(&str, &str), (i64, i64)> = BTreeMap::new();
+    for row in &activity {
+        let counts = per_partner.entry((&row.partner_id, &row.outcome)).or_default();
+        counts.0 += if row.hours_ago <= 0 { row.count } else { 0 };
+        counts.1 += row.count;
+    }
+    let total = |pick: fn(&(i64, i64)) -> i64| {
+        per_partner
+            .iter()
+            .filter(|((_, outcome), _)| !outcome.starts_with("refused"))
+            .map(|(_, c)| pick(c))
+            .sum::<i64>()
     };
-    let of = |outcome: &str| {
-        activity.iter().filter(|row| row.outcome == outcome).map(|row| row.last_day).sum::<i64>()
+    let of = |wanted: &str| {
+        per_partner.iter().filter(|((_, outcome), _)| *outcome == wanted).map(|(_, c)| c.1).sum::<i64>()
     };
     let (recorded, replayed) = (of("recorded"), of("replayed"));
     let replay_ratio = if recorded + replayed == 0 {
@@ -74,8 +86,8 @@ pub async fn show(
     let content = html! {
         h1 { "Overview" }
         div.cards {
-            (card(&total(|row| row.last_hour).to_string(), "deliveries, last hour"))
-            (card(&total(|row| row.last_day).to_string(), "deliveries, last 24 h"))
+            (card(&total(|counts| counts.0).to_string(), "deliveries, last hour"))
+            (card(&total(|counts| counts.1).to_string(), "deliveries, last 24 h"))
             (card(&replay_ratio, "replay ratio, 24 h"))
             (card(&outbox.pending.to_string(), &format!("waiting for the accounting API (oldest {lag})")))
             a href="/console/accounting?status=dead" { (card(&outbox.dead.to_string(), "dead letters")) }
@@ -83,7 +95,7 @@ pub async fn show(
             (card(&storage.interchanges.to_string(), &format!("interchanges stored (oldest payload {oldest_payload})")))
         }
         h2 { "Deliveries per hour, last 24 h" }
-        (chart(&hourly))
+        (chart(&activity))
         section #latest data-refresh {
             h2 { "Latest interchanges" }
             (interchanges::table(&latest.items))
@@ -92,12 +104,12 @@ pub async fn show(
         table {
             thead { tr { th { "Partner" } th { "Outcome" } th.num { "Last hour" } th.num { "Last 24 h" } } }
             tbody {
-                @for row in &activity {
+                @for ((partner, outcome), (last_hour, last_day)) in &per_partner {
                     tr {
-                        td { @if row.partner_id.is_empty() { span.muted { "(none proven)" } } @else { (row.partner_id) } }
-                        td { (row.outcome) }
-                        td.num { (row.last_hour) }
-                        td.num { (row.last_day) }
+                        td { @if partner.is_empty() { span.muted { "(none proven)" } } @else { (partner) } }
+                        td { (outcome) }
+                        td.num { (last_hour) }
+                        td.num { (last_day) }
                     }
                 }
             }
@@ -110,13 +122,13 @@ fn card(figure: &str, label: &str) -> Markup {
     html! { div.card { div.figure { (figure) } div.label { (label) } } }
 }
 
-/// Stacked bars, one per hour, oldest left.
-fn chart(hourly: &[HourlyCount]) -> Markup {
+/// Stacked bars of the deliveries (refusals are not), one per hour, oldest left.
+fn chart(activity: &[ActivityCount]) -> Markup {
     const WIDTH: i64 = 960;
     const HEIGHT: i64 = 160;
     let mut stacks = vec![[0i64; SERIES.len()]; HOURS as usize];
-    for count in hourly {
-        if let Ok(ago) = usize::try_from(count.hours_ago)
+    for count in activity.iter().filter(|count| !count.outcome.starts_with("refused: ")) {
+        if let Ok(ago) = usize::try_from(count.hours_ago.max(0))
             && let Some(stack) = stacks.get_mut(ago)
         {
             stack[series(&count.outcome)] += count.count;

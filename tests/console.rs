@@ -123,6 +123,23 @@ async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: B
     let tampered = format!("{}0", browser.cookie.clone().unwrap());
     let forged = Browser { cookie: Some(tampered), ..Browser::new(&h) };
     assert_eq!(forged.get("/console/partners").await.0, 303, "a changed cookie is no session");
+    for bad in [
+        "/console/interchanges?status=bogus",
+        "/console/interchanges?standard=x13",
+        "/console/interchanges?from=yesterday",
+        "/console/interchanges?cursor=not-a-uuid",
+        "/console/quarantine?status=nope",
+        "/console/accounting?status=lost",
+        "/console/interchanges/not-a-uuid",
+    ] {
+        let (status, headers, body) = browser.get(bad).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(
+            headers["content-type"].to_str().unwrap().starts_with("text/html"),
+            "{bad}: a page, not JSON"
+        );
+        assert!(headers.contains_key("content-security-policy"), "{bad}");
+    }
     h.finish().await;
 }
 

@@ -11,10 +11,9 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::session::Session;
-use super::{Failure, Filters, Notice, Tab, optional, page, when};
+use super::{Failure, Filters, Notice, PageId, Tab, optional, page, when};
 use crate::edi::Standard;
 use crate::http::ApiContext;
-use crate::http::extract::Id;
 use crate::http::problem::ApiError;
 use crate::inbox::Status;
 use crate::inbox::resource::{InterchangeSummary, MinimalInterchange};
@@ -145,7 +144,7 @@ pub async fn detail(
     State(ctx): State<ApiContext>,
     session: Session,
     Query(notice): Query<Notice>,
-    Id(id): Id,
+    PageId(id): PageId,
 ) -> Result<Response, Failure> {
     let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     let invoices = InvoiceFilter { interchange_id: Some(id), limit: LISTED, ..InvoiceFilter::default() };
@@ -261,7 +260,7 @@ pub async fn detail(
 pub async fn payload(
     State(ctx): State<ApiContext>,
     _session: Session,
-    Id(id): Id,
+    PageId(id): PageId,
 ) -> Result<Response, Failure> {
     let (payload, _) = ctx.store.payload(id).await?.ok_or(ApiError::NotFound)?;
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{id}.edi\""))

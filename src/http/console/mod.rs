@@ -21,6 +21,7 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 
 use super::ApiContext;
+use super::extract::Id;
 use super::problem::ApiError;
 use crate::ingest;
 use crate::store::StoreError;
@@ -304,6 +305,22 @@ impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<ApiContext> for Fil
             .await
             .map(|Query(filters)| Filters(filters))
             .map_err(|rejection| Failure::Api(ApiError::BadRequest(rejection.body_text())))
+    }
+}
+
+/// A page's one path parameter, a UUID; one that does not parse is a 400 page (the API's `Id`
+/// answers problem+json).
+pub struct PageId(pub uuid::Uuid);
+
+impl FromRequestParts<ApiContext> for PageId {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        ctx: &ApiContext,
+    ) -> Result<Self, Failure> {
+        let Id(id) = Id::from_request_parts(parts, ctx).await?;
+        Ok(PageId(id))
     }
 }
 

@@ -9,10 +9,9 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::session::Session;
-use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
+use super::{Confirmed, Done, Failure, Filters, Notice, PageId, Tab, action, done, optional, page, when};
 use crate::edi::diff::{self, Change};
 use crate::http::ApiContext;
-use crate::http::extract::Id;
 use crate::http::problem::ApiError;
 use crate::http::quarantine as admin;
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
@@ -97,7 +96,7 @@ pub async fn detail(
     State(ctx): State<ApiContext>,
     session: Session,
     Query(notice): Query<Notice>,
-    Id(id): Id,
+    PageId(id): PageId,
 ) -> Result<Response, Failure> {
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     let entry = &held.entry;

@@ -150,6 +150,9 @@ impl DatabaseConfig {
     }
 }
 
+/// Fewest characters of an operator token served on a non-loopback address.
+pub const MIN_REMOTE_TOKEN: usize = 32;
+
 #[derive(Debug, Clone, Args)]
 pub struct ServerConfig {
     /// Address to listen on; port 0 picks a free port (the chosen address is logged).
@@ -228,8 +231,11 @@ pub struct ServerConfig {
     #[arg(long, env = "EDI_INBOX_REFUSALS_PER_MINUTE", default_value_t = 60, global = true)]
     pub refusals_per_minute: u32,
     /// Bytes of memory the deliveries in flight may hold together: four times a body while it is
-    /// read and parsed (requests beyond wait for room), then what recording its interchange costs
-    /// (beyond: 429 while others hold it, 413 when more than the whole budget).
+    /// read and parsed (reserved before reading for a partner proven by its API key, which waits
+    /// for room; charged as the bytes arrive for any other request, which gets 429 when there is
+    /// none, and which may hold a quarter of the budget together until it proves a partner), then
+    /// what recording its interchange costs (beyond: 429 while others hold it, 413 when more than
+    /// the whole budget).
     #[arg(long, env = "EDI_INBOX_BUFFER_BYTES", default_value_t = 512 * 1024 * 1024, global = true)]
     pub buffer_bytes: usize,
     /// Seconds a connection may stay silent (no byte either way) before it is closed; must exceed
@@ -239,6 +245,18 @@ pub struct ServerConfig {
     /// Connections open at once; further ones are closed as soon as they are accepted.
     #[arg(long, env = "EDI_INBOX_MAX_CONNECTIONS", default_value_t = 4096, global = true)]
     pub max_connections: usize,
+    /// Connections one remote address may hold open at once (0: no cap); further ones are closed
+    /// as soon as they are accepted. Behind a reverse proxy every connection comes from the proxy.
+    #[arg(long, env = "EDI_INBOX_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 512, global = true)]
+    pub max_connections_per_address: usize,
+    /// Requests that have proven nothing yet (a signature not verified) one remote address may
+    /// have in flight at once (0: no cap beyond the instance's); more get 429.
+    #[arg(long, env = "EDI_INBOX_MAX_UNPROVEN_PER_ADDRESS", default_value_t = 4, global = true)]
+    pub max_unproven_per_address: usize,
+    /// Slowest a request body may arrive, in bytes per second on average once its first five
+    /// seconds are past (0: no minimum); a slower one is answered 408 and counted as a refusal.
+    #[arg(long, env = "EDI_INBOX_MIN_BODY_RATE", default_value_t = 16 * 1024, global = true)]
+    pub min_body_rate: u64,
     /// Segments an interchange may have; more make it invalid (422), and reading stops there.
     #[arg(long, env = "EDI_INBOX_MAX_SEGMENTS", default_value_t = 1_000_000, global = true)]
     pub max_segments: usize,
@@ -297,6 +315,28 @@ impl ServerConfig {
             as2_receiver_ids: self.as2_receiver_ids.iter().map(|id| id.trim().to_owned()).collect(),
             buffer_bytes: self.buffer_bytes,
         }
+    }
+
+    /// The operator tokens, refused when shorter than [`MIN_REMOTE_TOKEN`] characters on an address
+    /// others can reach (a short token is guessed: the per-address throttle slows a guesser, it
+    /// does not stop a botnet).
+    pub fn check_operator_tokens(&self) -> Result<(), String> {
+        if self.bind.ip().is_loopback() {
+            return Ok(());
+        }
+        let tokens =
+            [("admin token", &self.admin_token), ("console viewer token", &self.console_viewer_token)];
+        for (name, token) in tokens {
+            let length = token.as_deref().map_or(0, |token| token.chars().count());
+            if (1..MIN_REMOTE_TOKEN).contains(&length) {
+                return Err(format!(
+                    "the {name} has {length} characters; on a network address ({}) it needs at least \
+                     {MIN_REMOTE_TOKEN} (e.g. `openssl rand -hex 32`)",
+                    self.bind
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// This service's AS2 keys and certificates, read from `--as2-keys`.
@@ -389,7 +429,7 @@ pub struct ConsumeConfig {
 pub struct AccountingConfig {
     /// URL the relay POSTs each recorded invoice to (with an `Idempotency-Key`). When set, every
     /// invoice recorded gets an outbox message in its inbox transaction; unset, none is written.
-    #[arg(long, env = "EDI_INBOX_ACCOUNTING_URL", global = true, value_parser = http_url)]
+    #[arg(long, env = "EDI_INBOX_ACCOUNTING_URL", global = true, value_parser = HttpUrl)]
     pub accounting_url: Option<reqwest::Url>,
     /// Bearer token sent to the accounting API.
     #[arg(long, env = "EDI_INBOX_ACCOUNTING_TOKEN", global = true, hide_env_values = true)]
@@ -454,12 +494,48 @@ impl AccountingConfig {
 }
 
 /// An `http://` or `https://` URL.
+/// Parses `--accounting-url` with an error that quotes the URL without its credentials (clap's own
+/// error for a value it could not parse would echo the value whole).
+#[derive(Clone)]
+struct HttpUrl;
+
+impl clap::builder::TypedValueParser for HttpUrl {
+    type Value = reqwest::Url;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<reqwest::Url, clap::Error> {
+        let refused = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--accounting-url: {message}\n"),
+            )
+            .with_cmd(command)
+        };
+        http_url(&value.to_string_lossy()).map_err(refused)
+    }
+}
+
 fn http_url(text: &str) -> Result<reqwest::Url, String> {
-    let url = reqwest::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    let quoted = without_credentials(text);
+    let url = reqwest::Url::parse(text).map_err(|e| format!("{quoted} is not a URL: {e}"))?;
     match url.scheme() {
         "http" | "https" if url.has_host() => Ok(url),
-        _ => Err(format!("{text:?} is not an http:// or https:// URL")),
+        _ => Err(format!("{quoted} is not an http:// or https:// URL")),
     }
+}
+
+/// A URL as an error message may quote it: whatever stands between `://` and the last `@` (user
+/// and password) as `***`, even in text that does not parse as a URL.
+fn without_credentials(text: &str) -> String {
+    let shown = match (text.find("://"), text.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}***{}", &text[..scheme + 3], &text[at..]),
+        _ => text.to_owned(),
+    };
+    format!("{:?}", crate::inbox::truncated(&shown, 200))
 }
 
 /// One setting as `edi-inbox config` shows it.

@@ -90,9 +90,12 @@ fn text(value: Option<impl Display>) -> Option<String> {
 }
 
 /// `field`, with a `'` before it when a spreadsheet would run it as a formula; numbers (a negative
-/// amount) stay numbers.
+/// amount) stay numbers. The first character is compared in its NFKC form, since spreadsheets also
+/// read a full-width `＝`, `＋`, `－` or `＠` (and the minus sign U+2212) as the ASCII one.
 fn neutralized(field: String) -> String {
-    let formula = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    use unicode_normalization::UnicodeNormalization;
+    let first: String = field.chars().take(1).nfkc().collect();
+    let formula = first.starts_with(['=', '+', '-', '@', '\t', '\r', '\u{2212}']);
     if formula && field.parse::<rust_decimal::Decimal>().is_err() { format!("'{field}") } else { field }
 }
 
@@ -134,5 +137,10 @@ mod tests {
             out,
             "'=1+2,'+A1,'-2+3,'@SUM(A1),'\tcmd,\"'\rx\",\"'=HYPERLINK(\"\"h\"\")\",-12.50,+7,a=b\r\n"
         );
+        let mut wide = String::new();
+        let fields =
+            ["\u{ff1d}1+2", "\u{ff0b}A1", "\u{ff0d}2+3", "\u{ff20}SUM(A1)", "\u{2212}2+3", "\u{ff21}"];
+        record(&mut wide, fields.into_iter().map(String::from));
+        assert_eq!(wide, "'\u{ff1d}1+2,'\u{ff0b}A1,'\u{ff0d}2+3,'\u{ff20}SUM(A1),'\u{2212}2+3,\u{ff21}\r\n");
     }
 }

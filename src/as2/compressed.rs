@@ -1,6 +1,8 @@
 //! RFC 3274 compressed data: the zlib stream inside a CMS `CompressedData` (read here with a small
 //! BER reader, definite and indefinite lengths, since Debian's OpenSSL is built without zlib), then
-//! inflated with a ceiling, so that a small bomb cannot inflate past the body limit.
+//! inflated under an [`Allowance`] shared by every layer of a message, so that nested small bombs
+//! cannot together inflate past the body limit nor take memory the budget has not granted. The
+//! same reader tells whether a CMS structure is exactly one value and what its content type is.
 
 use std::io::Read;
 
@@ -90,10 +92,36 @@ fn octets(tlv: &Tlv<'_>, depth: usize, into: &mut Vec<u8>) -> Result<(), Failure
     Ok(())
 }
 
-/// The compressed content of a DER or BER `ContentInfo` holding `CompressedData`, inflated to at
-/// most `limit` bytes.
-pub fn decompress(der: &[u8], limit: usize) -> Result<Vec<u8>, Failure> {
-    let (info, _) = read(der, 0)?;
+/// Whether `input` is exactly one BER value, with nothing after it.
+pub(super) fn is_one_value(input: &[u8]) -> bool {
+    matches!(read(input, 0), Ok((_, rest)) if rest.is_empty())
+}
+
+/// The content type OID (its encoded bytes) of a CMS `ContentInfo`.
+pub(super) fn content_type(der: &[u8]) -> Option<&[u8]> {
+    let (info, _) = read(der, 0).ok()?;
+    let (oid, _) = read(info.content, 1).ok()?;
+    (oid.tag == OID).then_some(oid.content)
+}
+
+/// What inflating may still take, across every layer of one message: bytes under the content
+/// limit, and memory, asked for as bytes are inflated (`false`: none free now).
+pub struct Allowance<'a> {
+    pub limit: usize,
+    pub remaining: usize,
+    pub charge: &'a mut dyn FnMut(usize) -> bool,
+}
+
+/// Bytes inflated at a time, each charged before it is kept.
+const INFLATE_CHUNK: usize = 64 * 1024;
+
+/// The compressed content of a DER or BER `ContentInfo` holding `CompressedData` (nothing may
+/// follow it), inflated within `allowance`.
+pub fn decompress(der: &[u8], allowance: &mut Allowance<'_>) -> Result<Vec<u8>, Failure> {
+    let (info, rest) = read(der, 0)?;
+    if !rest.is_empty() {
+        return Err(Failure::Malformed("data follows the compressed data".into()));
+    }
     let info = children(info.content, 0)?;
     let [content_type, content] = &info[..] else { return Err(broken()) };
     if content_type.tag != OID || content_type.content != COMPRESSED_DATA || content.tag != EXPLICIT_0 {
@@ -111,16 +139,25 @@ pub fn decompress(der: &[u8], limit: usize) -> Result<Vec<u8>, Failure> {
     let (stream, _) = read(explicit.content, 3)?;
     let mut zlib = Vec::new();
     octets(&stream, 3, &mut zlib)?;
+    let mut decoder = flate2::read::ZlibDecoder::new(zlib.as_slice());
     let mut inflated = Vec::new();
-    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
-    flate2::read::ZlibDecoder::new(zlib.as_slice())
-        .take(limit_u64.saturating_add(1))
-        .read_to_end(&mut inflated)
-        .map_err(|_| Failure::Malformed("the compressed data does not inflate".into()))?;
-    if inflated.len() > limit {
-        return Err(Failure::TooLarge(limit));
+    let mut chunk = vec![0; INFLATE_CHUNK];
+    loop {
+        let read = decoder
+            .read(&mut chunk)
+            .map_err(|_| Failure::Malformed("the compressed data does not inflate".into()))?;
+        if read == 0 {
+            return Ok(inflated);
+        }
+        if read > allowance.remaining {
+            return Err(Failure::TooLarge(allowance.limit));
+        }
+        if !(allowance.charge)(read) {
+            return Err(Failure::Busy);
+        }
+        allowance.remaining -= read;
+        inflated.extend_from_slice(&chunk[..read]);
     }
-    Ok(inflated)
 }
 
 #[cfg(test)]
@@ -162,23 +199,45 @@ pub(super) mod tests {
         encoder.finish().unwrap()
     }
 
+    fn inflate(der: &[u8], limit: usize) -> Result<Vec<u8>, Failure> {
+        decompress(der, &mut Allowance { limit, remaining: limit, charge: &mut |_| true })
+    }
+
     #[test]
     fn definite_and_indefinite_segmented_streams_inflate() {
         let text = b"Content-Type: application/edi-x12\r\n\r\nISA*00*".repeat(20);
         let stream = zlib(&text);
-        assert_eq!(decompress(&compressed_data(tlv(OCTETS, &stream)), 10_000).unwrap(), text);
+        assert_eq!(inflate(&compressed_data(tlv(OCTETS, &stream)), 10_000).unwrap(), text);
         let (a, b) = stream.split_at(7);
         let segmented = [vec![OCTETS_CONSTRUCTED, 0x80], tlv(OCTETS, a), tlv(OCTETS, b), vec![0, 0]].concat();
-        assert_eq!(decompress(&compressed_data(segmented), 10_000).unwrap(), text);
+        assert_eq!(inflate(&compressed_data(segmented), 10_000).unwrap(), text);
     }
 
     #[test]
     fn bombs_and_garbage_are_refused() {
         let bomb = compressed_data(tlv(OCTETS, &zlib(&vec![b'A'; 100_000])));
-        assert!(matches!(decompress(&bomb, 50_000), Err(Failure::TooLarge(50_000))));
-        assert!(matches!(decompress(b"\x30\x80\x30\x80", 10), Err(Failure::Malformed(_))));
+        assert!(matches!(inflate(&bomb, 50_000), Err(Failure::TooLarge(50_000))));
+        assert!(matches!(inflate(b"\x30\x80\x30\x80", 10), Err(Failure::Malformed(_))));
         let deep = [0x30u8, 0x80].repeat(40);
-        assert!(decompress(&deep, 10).is_err());
-        assert!(decompress(&compressed_data(tlv(OCTETS, b"not zlib")), 10).is_err());
+        assert!(inflate(&deep, 10).is_err());
+        assert!(inflate(&compressed_data(tlv(OCTETS, b"not zlib")), 10).is_err());
+        let padded = [compressed_data(tlv(OCTETS, &zlib(b"x"))), vec![0; 64]].concat();
+        assert!(matches!(inflate(&padded, 10), Err(Failure::Malformed(_))), "zeros after the DER");
+    }
+
+    #[test]
+    fn the_allowance_is_shared_and_memory_is_charged_as_bytes_inflate() {
+        let layer = compressed_data(tlv(OCTETS, &zlib(&vec![b'A'; 150_000])));
+        let mut charged = 0;
+        let mut charge = |bytes| {
+            charged += bytes;
+            charged <= 200_000
+        };
+        let mut allowance = Allowance { limit: 400_000, remaining: 400_000, charge: &mut charge };
+        assert_eq!(decompress(&layer, &mut allowance).unwrap().len(), 150_000);
+        assert_eq!(allowance.remaining, 250_000, "what one layer took, the next cannot");
+        assert!(matches!(decompress(&layer, &mut allowance), Err(Failure::Busy)), "the budget said no");
+        let mut allowance = Allowance { limit: 200_000, remaining: 100_000, charge: &mut |_| true };
+        assert!(matches!(decompress(&layer, &mut allowance), Err(Failure::TooLarge(200_000))));
     }
 }

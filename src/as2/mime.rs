@@ -1,11 +1,22 @@
 //! Just enough MIME (RFC 2045, 2046, 1847) to open an AS2 message: an entity's headers and body as
 //! received, its `Content-Type` parameters, its transfer encoding undone, and the two parts of a
-//! `multipart/signed` body as the exact bytes that were signed (no line-ending rewriting).
+//! `multipart/signed` body as the exact bytes that were signed (no line-ending rewriting). What was
+//! decrypted is read [`Reading::Strict`]ly: a changed ciphertext must never parse.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use super::Failure;
+
+/// How much a structure may deviate from the exact form senders write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// As received over HTTP: an entity may lack headers, a multipart may carry an epilogue.
+    Lenient,
+    /// Inside encryption, where CBC lets an attacker append or change blocks: every entity has its
+    /// `Content-Type`, nothing but a line break follows a closing delimiter.
+    Strict,
+}
 
 /// A MIME entity: unfolded headers and the body as received.
 #[derive(Debug)]
@@ -20,8 +31,9 @@ impl<'a> Entity<'a> {
         Entity { headers, body }
     }
 
-    /// Reads headers up to the first empty line (CRLF or LF), then the body.
-    pub fn parse(raw: &'a [u8]) -> Result<Entity<'a>, Failure> {
+    /// Reads headers up to the first empty line (CRLF or LF), then the body; read strictly, an
+    /// entity without a `Content-Type` is refused.
+    pub fn parse(raw: &'a [u8], reading: Reading) -> Result<Entity<'a>, Failure> {
         let mut headers: Vec<(String, String)> = Vec::new();
         let mut at = 0;
         loop {
@@ -49,7 +61,11 @@ impl<'a> Entity<'a> {
                 return Err(malformed("a MIME entity has too many headers"));
             }
         }
-        Ok(Entity { headers, body: &raw[at..] })
+        let entity = Entity { headers, body: &raw[at..] };
+        if reading == Reading::Strict && entity.header("content-type").is_none() {
+            return Err(malformed("a MIME entity has no Content-Type"));
+        }
+        Ok(entity)
     }
 
     /// The value of header `name` (lowercase), if present.
@@ -129,7 +145,12 @@ pub fn split_outside_quotes(value: &str, separator: char) -> Vec<&str> {
 
 /// The two parts of a `multipart/signed` body: the signed entity exactly as received (its headers
 /// included, the line break before the next delimiter excluded, RFC 2046 5.1.1) and the signature's.
-pub fn signed_parts<'a>(body: &'a [u8], boundary: &str) -> Result<(&'a [u8], &'a [u8]), Failure> {
+/// Read strictly, nothing but one line break may follow the closing delimiter.
+pub fn signed_parts<'a>(
+    body: &'a [u8],
+    boundary: &str,
+    reading: Reading,
+) -> Result<(&'a [u8], &'a [u8]), Failure> {
     let delimiter = format!("--{boundary}");
     let delimiter = delimiter.as_bytes();
     let mut starts = Vec::new();
@@ -147,8 +168,12 @@ pub fn signed_parts<'a>(body: &'a [u8], boundary: &str) -> Result<(&'a [u8], &'a
     let [first, second, last] = starts[..] else {
         return Err(malformed("a multipart/signed body needs two parts and a closing delimiter"));
     };
-    if body.get(last + delimiter.len()..last + delimiter.len() + 2) != Some(b"--") {
+    let closed = last + delimiter.len() + 2;
+    if body.get(last + delimiter.len()..closed) != Some(b"--") {
         return Err(malformed("a multipart/signed body has more than two parts"));
+    }
+    if reading == Reading::Strict && !matches!(&body[closed..], b"" | b"\r\n" | b"\n") {
+        return Err(malformed("data follows the closing delimiter of a multipart/signed body"));
     }
     let part = |from: usize, to: usize| -> Result<&'a [u8], Failure> {
         let after_line = body[from..to].iter().position(|&b| b == b'\n').map(|n| from + n + 1);
@@ -170,24 +195,37 @@ mod tests {
     #[test]
     fn headers_unfold_and_the_body_is_kept_as_sent() {
         let raw = b"Content-Type: application/edi-x12;\r\n\tname=\"a;b.edi\"\r\nContent-Transfer-Encoding: base64\r\n\r\nSVNB\r\nKg==\r\n";
-        let entity = Entity::parse(raw).unwrap();
+        let entity = Entity::parse(raw, Reading::Strict).unwrap();
         let content_type = entity.content_type();
         assert_eq!(content_type.essence, "application/edi-x12");
         assert_eq!(content_type.param("name"), Some("a;b.edi"));
         assert_eq!(entity.body, b"SVNB\r\nKg==\r\n");
         assert_eq!(entity.decoded_body().unwrap(), b"ISA*");
-        assert!(Entity::parse(b"Content-Type: text/plain\r\n").is_err());
+        assert!(Entity::parse(b"Content-Type: text/plain\r\n", Reading::Lenient).is_err());
+        assert!(Entity::parse(b"\r\nbody", Reading::Lenient).is_ok());
+        assert!(Entity::parse(b"\r\nbody", Reading::Strict).is_err(), "no headers inside encryption");
     }
 
     #[test]
     fn the_signed_part_is_the_exact_bytes_between_the_delimiters() {
         let body = b"preamble\r\n--b1\r\nContent-Type: text/plain\r\n\r\nhello\r\n\r\n--b1\r\nContent-Type: application/pkcs7-signature\r\n\r\nSIG\r\n--b1--\r\n";
-        let (signed, signature) = signed_parts(body, "b1").unwrap();
+        let (signed, signature) = signed_parts(body, "b1", Reading::Strict).unwrap();
         assert_eq!(signed, b"Content-Type: text/plain\r\n\r\nhello\r\n");
         assert_eq!(signature, b"Content-Type: application/pkcs7-signature\r\n\r\nSIG");
         let lf = b"--b1\nA: 1\n\nx\n--b1\nB: 2\n\ny\n--b1--";
-        assert_eq!(signed_parts(lf, "b1").unwrap(), (&b"A: 1\n\nx"[..], &b"B: 2\n\ny"[..]));
-        assert!(signed_parts(b"--b1\r\nA: 1\r\n\r\nx\r\n--b1--", "b1").is_err());
-        assert!(signed_parts(b"--b1\r\nx\r\n--b1\r\ny\r\n--b1\r\nz\r\n--b1--", "b1").is_err());
+        assert_eq!(signed_parts(lf, "b1", Reading::Strict).unwrap(), (&b"A: 1\n\nx"[..], &b"B: 2\n\ny"[..]));
+        assert!(signed_parts(b"--b1\r\nA: 1\r\n\r\nx\r\n--b1--", "b1", Reading::Lenient).is_err());
+        let three = b"--b1\r\nx\r\n--b1\r\ny\r\n--b1\r\nz\r\n--b1--";
+        assert!(signed_parts(three, "b1", Reading::Lenient).is_err());
+    }
+
+    #[test]
+    fn read_strictly_nothing_but_a_line_break_follows_the_closing_delimiter() {
+        let body = b"--b1\r\nA: 1\r\n\r\nx\r\n--b1\r\nB: 2\r\n\r\ny\r\n--b1--\r\n";
+        assert!(signed_parts(body, "b1", Reading::Strict).is_ok());
+        let appended = [&body[..], b"\x07\x07\x07\x07\x07\x07\x07"].concat();
+        assert!(signed_parts(&appended, "b1", Reading::Lenient).is_ok(), "an epilogue, outside encryption");
+        assert!(signed_parts(&appended, "b1", Reading::Strict).is_err());
+        assert!(signed_parts(&[&body[..], b"\r\n"].concat(), "b1", Reading::Strict).is_err());
     }
 }

@@ -8,6 +8,7 @@ pub mod mdn;
 pub mod mime;
 mod open;
 
+pub use compressed::Allowance;
 pub use open::{Identity, Opened, Opening, Security, open};
 
 use base64::Engine;
@@ -35,9 +36,12 @@ pub enum Failure {
     /// The partner must sign (or encrypt) and this message is not.
     #[error("the AS2 message must be {0}")]
     InsufficientSecurity(&'static str),
-    /// The content inflates past the body limit.
+    /// The content inflates past the body limit (all layers together).
     #[error("the AS2 message's content inflates past the limit of {0} bytes")]
     TooLarge(usize),
+    /// The memory budget has no room now for what the content inflates to: retry.
+    #[error("the server's memory budget has no room now for the AS2 message's inflated content")]
+    Busy,
     /// An asynchronous MDN was asked to an address the partner has not registered.
     #[error("receipts are not delivered to {0:?}: not one of the partner's registered MDN URLs")]
     ReceiptUrlRefused(String),
@@ -51,7 +55,7 @@ impl Failure {
             Failure::AuthenticationFailed(_) => "authentication-failed",
             Failure::IntegrityCheckFailed => "integrity-check-failed",
             Failure::InsufficientSecurity(_) => "insufficient-message-security",
-            Failure::Malformed(_) | Failure::TooLarge(_) | Failure::ReceiptUrlRefused(_) => {
+            Failure::Malformed(_) | Failure::TooLarge(_) | Failure::Busy | Failure::ReceiptUrlRefused(_) => {
                 "unexpected-processing-error"
             }
         }

@@ -50,7 +50,9 @@ fn settlement(result: &Result<Ingested, ingest::Error>) -> Settlement {
             | ingest::Error::TooLarge(_)
             | ingest::Error::TooLargeToRecord { .. },
         ) => Settlement::DeadLetter,
-        Err(ingest::Error::Store(_) | ingest::Error::Internal | ingest::Error::Busy) => Settlement::Retry,
+        Err(ingest::Error::Store(_) | ingest::Error::Internal | ingest::Error::Busy { .. }) => {
+            Settlement::Retry
+        }
     }
 }
 
@@ -187,7 +189,7 @@ mod tests {
                 Err(ingest::Error::TooLargeToRecord { documents: 9, needed: 20, budget: 10 }),
                 Settlement::DeadLetter,
             ),
-            (Err(ingest::Error::Busy), Settlement::Retry),
+            (Err(ingest::Error::Busy { needed: 2, budget: 1 }), Settlement::Retry),
             (Err(ingest::Error::Store(unavailable())), Settlement::Retry),
             (Err(ingest::Error::Store(StoreError::Corrupt("x".into()))), Settlement::Retry),
             (Err(ingest::Error::Internal), Settlement::Retry),

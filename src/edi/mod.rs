@@ -203,14 +203,47 @@ pub fn read_with(input: &[u8], limits: Limits) -> Result<Interchange<'_>, EdiErr
         Some(Standard::X12) => x12::read(input, start, limits),
         Some(Standard::Edifact) => edifact::read(input, start, limits),
         None => return Err(not_an_interchange(&input[start..])),
-    };
-    read.map(|interchange| Interchange { byte_order_mark, ..interchange })
+    }?;
+    // The key and the envelope are read from the header segment: a NUL there leaves no key.
+    if let Some(error) = read.segments.first().and_then(nul_byte) {
+        return Err(error);
+    }
+    Ok(Interchange { byte_order_mark, ..read })
 }
 
 /// The standard a raw interchange is in, told from its first bytes, or `None` when it starts like
 /// neither.
 pub fn standard_of(input: &[u8]) -> Option<Standard> {
     standard_at(&input[start_of(input)..])
+}
+
+/// The error for the first NUL byte in `segment`, if it holds one.
+fn nul_byte(segment: &Segment<'_>) -> Option<EdiError> {
+    let at = memchr::memchr(0, segment.bytes)?;
+    Some(offending_byte(segment, at, "a NUL byte (0x00) is not EDI text".to_owned()))
+}
+
+/// A character-set error at byte `at` of `segment`, naming its element.
+fn offending_byte(segment: &Segment<'_>, at: usize, message: String) -> EdiError {
+    let delimiters = segment.delimiters;
+    let element = syntax::split(&segment.bytes[..at], delimiters.element, delimiters.release).count() - 1;
+    segment.error((element > 0).then(|| segment.element_name(element)), message).with_kind(ErrorKind::Charset)
+}
+
+/// Whether `input` holds one interchange that ends with its trailer (IEA or UNZ) and nothing after
+/// it but line breaks: an interchange cut short, or followed by anything, does not. Checked where
+/// no signature vouches for the bytes (AS2 content decrypted from CBC).
+pub fn ends_with_trailer(input: &[u8]) -> bool {
+    let Ok(interchange) = read(input) else { return false };
+    let trailer: &[u8] = match interchange.envelope.standard {
+        Standard::X12 => b"IEA",
+        Standard::Edifact => b"UNZ",
+    };
+    let line_terminated = matches!(interchange.delimiters.segment, b'\r' | b'\n');
+    interchange
+        .segments
+        .last()
+        .is_some_and(|last| last.tag() == trailer && (last.terminated || line_terminated))
 }
 
 fn standard_at(body: &[u8]) -> Option<Standard> {
@@ -296,6 +329,7 @@ impl<'a> Interchange<'a> {
     /// Validates the envelope structure and maps every document; the first error wins.
     pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
         self.check_limits()?;
+        self.check_nul()?;
         if !self.lenient {
             self.check_charset()?;
         }
@@ -377,22 +411,21 @@ impl<'a> Interchange<'a> {
         }
         for segment in &self.segments {
             if let Err(at) = self.charset.decode(segment.bytes) {
-                let element =
-                    syntax::split(&segment.bytes[..at], self.delimiters.element, self.delimiters.release)
-                        .count()
-                        - 1;
-                return Err(segment
-                    .error(
-                        (element > 0).then(|| segment.element_name(element)),
-                        format!(
-                            "byte 0x{:02X} is not valid in the interchange character set",
-                            segment.bytes[at]
-                        ),
-                    )
-                    .with_kind(ErrorKind::Charset));
+                let message =
+                    format!("byte 0x{:02X} is not valid in the interchange character set", segment.bytes[at]);
+                return Err(offending_byte(segment, at, message));
             }
         }
         Ok(())
+    }
+
+    /// A NUL byte is text in no EDI character set (and in no PostgreSQL text column): refused even
+    /// for a lenient partner, naming its segment and element.
+    fn check_nul(&self) -> Result<(), EdiError> {
+        if memchr::memchr(0, self.input).is_none() {
+            return Ok(());
+        }
+        self.segments.iter().find_map(nul_byte).map_or(Ok(()), Err)
     }
 
     /// Decodes an element's text: release characters removed, charset applied.

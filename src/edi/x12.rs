@@ -248,6 +248,29 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
     }
 
     #[test]
+    fn only_an_interchange_ending_with_its_trailer_ends_with_it() {
+        use super::super::ends_with_trailer;
+        assert!(ends_with_trailer(ONE_810));
+        assert!(ends_with_trailer(&[ONE_810, b"\r\n"].concat()));
+        assert!(!ends_with_trailer(&[ONE_810, b"\x07\x07\x07\xd1\x9c"].concat()));
+        assert!(!ends_with_trailer(&[ONE_810, b"ST*810*1~"].concat()));
+        assert!(!ends_with_trailer(&ONE_810[..ONE_810.len() - 12]));
+        assert!(!ends_with_trailer(b"\x00garbage"));
+    }
+
+    #[test]
+    fn a_nul_byte_is_named_where_it_stands_even_for_a_lenient_partner() {
+        let text = String::from_utf8(ONE_810.to_vec()).unwrap();
+        let in_invoice = text.replace("INV-7", "INV\0-7");
+        let err = read(in_invoice.as_bytes()).unwrap().lenient().documents().unwrap_err();
+        assert_eq!((err.segment.as_deref(), err.element.as_deref()), (Some("BIG"), Some("BIG02")), "{err:?}");
+        assert!(err.message.contains("NUL"), "{err:?}");
+        let in_key = text.replace("000000007*0*P", "00000\0007*0*P");
+        let err = read(in_key.as_bytes()).unwrap_err();
+        assert_eq!((err.segment.as_deref(), err.element.as_deref()), (Some("ISA"), Some("ISA13")), "{err:?}");
+    }
+
+    #[test]
     fn a_byte_order_mark_is_skipped_with_a_warning() {
         let marked = [b"\xEF\xBB\xBF\n".as_slice(), ONE_810].concat();
         let (marked, plain) = (read(&marked).unwrap(), read(ONE_810).unwrap());

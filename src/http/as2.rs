@@ -19,9 +19,9 @@ use super::auth::Caller;
 use super::problem::{self, ApiError};
 use crate::as2::mdn::{self, Disposition, Receipt, Requested};
 use crate::as2::mime::Entity;
-use crate::as2::{Failure, Identity, Mic, MicChoice, Opened, Opening};
+use crate::as2::{Allowance, Failure, Identity, Mic, MicChoice, Opened, Opening};
 use crate::inbox::Logged;
-use crate::ingest::{self, Ingested, Reply};
+use crate::ingest::{self, Ingested, Reply, Reservation};
 use crate::partners::mdn_url_allowed;
 use crate::store::AttemptFacts;
 
@@ -107,6 +107,7 @@ pub async fn open(
     headers: &HeaderMap,
     body: Bytes,
     facts: &mut AttemptFacts,
+    reservation: &mut Reservation,
 ) -> Result<(Caller, Opened, Checked), ApiError> {
     let directory = ctx.store.directory().await?;
     let sender = directory.by_as2_name(&exchange.from).cloned();
@@ -118,14 +119,20 @@ pub async fn open(
         .filter_map(|name| Some((name.to_owned(), headers.get(name)?.to_str().ok()?.to_owned())))
         .collect();
     let limit = ctx.body_limit;
-    // RSA and inflating are CPU work: off the request threads.
-    let opened = tokio::task::spawn_blocking(move || {
-        let opening = Opening { identities: &identities, signers: &signers, mic: &mic, limit };
-        crate::as2::open(&Entity::new(entity_headers, &body), &opening)
+    let budget = ctx.ingest.budget().clone();
+    let mut held = std::mem::replace(reservation, budget.nothing());
+    // RSA and inflating are CPU work: off the request threads. What inflates, in all layers
+    // together, stays under the body limit and is charged to the memory budget as it inflates.
+    let (opened, held) = tokio::task::spawn_blocking(move || {
+        let opening = Opening { identities: &identities, signers: &signers, mic: &mic };
+        let mut charge = |bytes| budget.grow(&mut held, bytes).is_ok();
+        let allowance = Allowance { limit, remaining: limit, charge: &mut charge };
+        (crate::as2::open(&Entity::new(entity_headers, &body), &opening, allowance), held)
     })
     .await
-    .map_err(|_| ApiError::Internal)?
-    .map_err(refused)?;
+    .map_err(|_| ApiError::Internal)?;
+    *reservation = held;
+    let opened = opened.map_err(refused)?;
     let security = opened.security;
     facts.transport = std::mem::take(&mut facts.transport)
         .with("signed", Some(security.signed))
@@ -167,7 +174,7 @@ pub async fn open(
 
 /// An AS2 refusal, counted as a security event when it is about proof.
 fn refused(failure: Failure) -> ApiError {
-    if !matches!(failure, Failure::Malformed(_) | Failure::TooLarge(_)) {
+    if !matches!(failure, Failure::Malformed(_) | Failure::TooLarge(_) | Failure::Busy) {
         ingest::security_event(failure.modifier());
         let inside = match &failure {
             Failure::DecryptionFailed(Some(inside)) => inside.to_string(),

@@ -6,9 +6,11 @@
 //! partner's identities. Operators use the admin token for `/v1/admin/…` and, with partner
 //! authentication, for the read endpoints.
 
-use axum::extract::{Request, State};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
-use axum::http::{Method, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -26,6 +28,7 @@ use crate::partners::Partner;
 use crate::partners::directory::Directory;
 use crate::partners::sns::SnsMessage;
 use crate::partners::webhooks::{self, SignatureError, Signatures, SignedRequest};
+use crate::store::AttemptFacts;
 
 /// The caller of a delivery, as far as its headers tell.
 pub enum Caller {
@@ -240,12 +243,32 @@ pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, nex
         )
         .into_response();
     };
+    let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
     let (parts, body) = request.into_parts();
     if !presents_token(&parts, expected) {
-        ingest::security_event("bad-admin-token");
+        if bearer(&parts).is_none() {
+            return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
+        }
+        if let Err(refused) = token_guess(&ctx, remote) {
+            return refused.into_response();
+        }
         return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
     }
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// A wrong operator token from `remote` (a guess). Guessing costs the guesser: an address refused
+/// too often lately is answered 429 (nothing compared), and every wrong token counts against its
+/// address and is aggregated on the console's Refusals page (never a log line per guess). `Err`:
+/// the address is refused for now.
+pub fn token_guess(ctx: &ApiContext, remote: Option<IpAddr>) -> Result<(), ApiError> {
+    ingest::security_event("bad-admin-token");
+    let Some(remote) = remote else { return Ok(()) };
+    ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
+    ctx.limiter.refused(remote);
+    let facts = AttemptFacts::new(None, Some(remote.to_string()), None, None);
+    ctx.store.refused("bad-admin-token", StatusCode::UNAUTHORIZED.as_u16(), &facts, Utc::now());
+    Ok(())
 }
 
 /// Whether the request may see operational detail on a public route (`/readyz`): always in open

@@ -20,6 +20,7 @@ pub struct ConnectionLimits {
     pub first_byte: Duration,
     pub idle: Duration,
     pub max_connections: usize,
+    pub max_per_address: usize,
 }
 
 impl ConnectionLimits {
@@ -35,6 +36,7 @@ impl ConnectionLimits {
             first_byte: Duration::from_secs(server.header_timeout),
             idle: Duration::from_secs(server.idle_timeout),
             max_connections: server.max_connections,
+            max_per_address: server.max_connections_per_address,
         })
     }
 }

@@ -207,6 +207,9 @@ pub enum Arrival {
 /// whose signature was verified comes `parsed` already.
 pub fn unwrap(recognised: Recognised, body: Bytes, parsed: Option<SnsMessage>) -> Result<Arrival, ApiError> {
     let Recognised { wrapping, content_type, transport } = recognised;
+    if !matches!(wrapping, Wrapping::Raw) {
+        super::nul::refuse_in_json(&body)?;
+    }
     match wrapping {
         Wrapping::Raw => Ok(Arrival::Interchange { body, content_type, transport }),
         Wrapping::CloudEvent => cloud_event(&body),

@@ -9,13 +9,13 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use serde::Deserialize;
-use tokio::sync::OwnedSemaphorePermit;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::extract::{Id, Params};
+use super::limits::UnprovenSlot;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, as2, auth, doors, non_empty, page_limit};
@@ -211,8 +211,9 @@ enum Arrived {
 }
 
 /// Copies of a body that reading and parsing hold at once at most (the body, its unwrapped form, the
-/// parsed segments), reserved from the memory budget before it is read; once parsed, the delivery
-/// tops the reservation up to what recording it costs.
+/// parsed segments), charged to the memory budget as the body is read (reserved before it is read
+/// for a partner proven by its API key); once parsed, the delivery tops the reservation up to what
+/// recording it costs.
 const READ_COPIES: usize = 4;
 
 /// What a request is allowed before its body is read.
@@ -220,13 +221,15 @@ struct Admitted {
     caller: auth::Caller,
     recognised: doors::Recognised,
     reservation: Reservation,
-    _unproven: Option<OwnedSemaphorePermit>,
+    _unproven: Option<UnprovenSlot>,
 }
 
 /// Checks everything the headers can tell, cheapest first, before a byte of the body is read: the
 /// door and media type, the credential (an API key is proven here and charged to its partner, and
-/// its AS2 names checked; a signature only gets a slot of the smaller unproven budget), the
-/// declared size, and the byte budget.
+/// its AS2 names checked; a signature only gets a slot of the smaller unproven budget, of which
+/// its address may hold a few), the declared size, and the byte budget: a proven partner reserves
+/// what its body costs (waiting for room), any other request is charged as its bytes arrive and
+/// is refused here only when its declared length cannot fit now.
 async fn admit(
     ctx: &ApiContext,
     parts: &Parts,
@@ -237,6 +240,8 @@ async fn admit(
     facts.transport = recognised.transport.clone();
     let caller = auth::identify(ctx, parts).await?;
     let mut unproven = None;
+    let budget = ctx.ingest.budget();
+    let mut reservation = budget.nothing();
     match &caller {
         auth::Caller::Partner(partner) => {
             charge(ctx, partner, facts)?;
@@ -246,7 +251,8 @@ async fn admit(
             if let Some(remote) = remote {
                 ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
             }
-            unproven = Some(ctx.limiter.admit_unproven().map_err(ApiError::RateLimited)?);
+            unproven = Some(ctx.limiter.admit_unproven(remote).map_err(ApiError::RateLimited)?);
+            reservation = budget.unproven();
         }
         auth::Caller::Open => {}
     }
@@ -257,15 +263,25 @@ async fn admit(
         return Err(ApiError::PayloadTooLarge(limit));
     }
     let bytes = declared.unwrap_or(limit).saturating_mul(READ_COPIES);
-    let reservation = ctx.ingest.budget().reserve(bytes).await.map_err(|shortfall| match shortfall {
+    match &caller {
+        auth::Caller::Partner(_) => reservation = budget.reserve(bytes).await.map_err(short_of_reading)?,
+        _ => budget
+            .fits(&reservation, declared.unwrap_or(0).saturating_mul(READ_COPIES))
+            .map_err(short_of_reading)?,
+    }
+    Ok(Admitted { caller, recognised, reservation, _unproven: unproven })
+}
+
+/// The refusal of a body whose reading the memory budget cannot take.
+fn short_of_reading(shortfall: Shortfall) -> ApiError {
+    match shortfall {
         Shortfall::Exceeds { needed, budget } => ApiError::OverBudget(format!(
-            "reading a body of up to {} bytes needs {needed} bytes of memory, more than this server's \
-             budget of {budget} bytes (EDI_INBOX_BUFFER_BYTES); nothing was read",
+            "reading a body of up to {} bytes needs {needed} bytes of memory, more than the {budget} bytes \
+             this server lets such a request hold (EDI_INBOX_BUFFER_BYTES); nothing was read",
             needed / READ_COPIES
         )),
-        Shortfall::Spent => ApiError::RateLimited(std::time::Duration::from_secs(1)),
-    })?;
-    Ok(Admitted { caller, recognised, reservation, _unproven: unproven })
+        Shortfall::Spent { needed, budget } => ApiError::Busy { needed, budget },
+    }
 }
 
 /// The largest body the caller may send: a proven partner's own limit, else the server's.
@@ -308,7 +324,10 @@ async fn deliver(
             return Err(error);
         }
     };
-    let body = read_body(body, ctx.body_limit).await?;
+    let budget = ctx.ingest.budget();
+    let reservation = &mut admitted.reservation;
+    let charge_read = |read: usize| budget.top_up(reservation, charged_for(read)).map_err(short_of_reading);
+    let body = read_body(body, ctx.body_limit, ctx.min_body_rate, charge_read).await?;
     facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let signed = admitted.caller.unproven();
     let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
@@ -317,7 +336,8 @@ async fn deliver(
     let (caller, body) = match as2 {
         Some(exchange) => {
             let (caller, opened, receipt) =
-                as2::open(ctx, caller, exchange, &parts.headers, body, facts).await?;
+                as2::open(ctx, caller, exchange, &parts.headers, body, facts, &mut admitted.reservation)
+                    .await?;
             *checked = Some(receipt);
             admitted.recognised.content_type = opened.content_type;
             admitted.recognised.transport = facts.transport.clone();
@@ -326,6 +346,9 @@ async fn deliver(
         None => (caller, body),
     };
     let partner = caller.partner().cloned();
+    if partner.is_some() {
+        admitted.reservation.proven();
+    }
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, facts)?;
         check_as2(ctx, partner, &facts.transport)?;
@@ -416,15 +439,60 @@ async fn respond(
     Ok(response)
 }
 
-/// Reads the body up to `limit` bytes (413 beyond).
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::PayloadTooLarge(limit))
+/// Bytes read between two charges of the memory budget.
+const CHARGE_STEP: usize = 64 * 1024;
+
+/// What reading `read` bytes is charged: [`READ_COPIES`] times them, counted in whole steps.
+fn charged_for(read: usize) -> usize {
+    read.div_ceil(CHARGE_STEP).saturating_mul(CHARGE_STEP).saturating_mul(READ_COPIES)
+}
+
+/// How long a body may take before it must keep up with the minimum rate.
+const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the body up to `limit` bytes (413 beyond), passing `charge` the bytes read so far as they
+/// arrive (its refusal ends the reading), and refusing a body slower than `min_rate` bytes per
+/// second on average once [`BODY_GRACE`] is past (408): a request that dribbles its body holds
+/// its slot and its memory for seconds, not for the request timeout.
+async fn read_body(
+    mut body: Body,
+    limit: usize,
+    min_rate: u64,
+    mut charge: impl FnMut(usize) -> Result<(), ApiError>,
+) -> Result<Bytes, ApiError> {
+    let started = tokio::time::Instant::now();
+    let due = |read: usize| match min_rate {
+        0 => None,
+        rate => Some(started + BODY_GRACE + std::time::Duration::from_secs_f64(read as f64 / rate as f64)),
+    };
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut read = 0usize;
+    loop {
+        let next = match due(read) {
+            Some(deadline) => tokio::time::timeout_at(deadline, body.frame())
+                .await
+                .map_err(|_| ApiError::SlowBody(min_rate))?,
+            None => body.frame().await,
+        };
+        let frame = match next {
+            None => break,
+            Some(Ok(frame)) => frame,
+            Some(Err(error)) => {
+                return Err(ApiError::BadRequest(format!("the request body could not be read: {error}")));
+            }
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        read += data.len();
+        if read > limit {
+            return Err(ApiError::PayloadTooLarge(limit));
         }
-        Err(error) => Err(ApiError::BadRequest(format!("the request body could not be read: {error}"))),
+        charge(read)?;
+        chunks.push(data);
     }
+    Ok(match chunks.len() {
+        1 => chunks.swap_remove(0),
+        _ => chunks.concat().into(),
+    })
 }
 
 /// Most bytes of a refused request's body read and thrown away, and for how long.

@@ -1,11 +1,13 @@
 //! Abuse limits of this instance, all answering 429 with Retry-After: a token bucket per proven
 //! partner (requests per minute), a cap on deliveries in flight, a smaller cap on signed requests
-//! whose signature is not verified yet, a bucket of refusals per remote address (an address that
-//! keeps failing is refused before any work). With the memory budget (`ingest::Budget`) they are
+//! whose signature is not verified yet (in all, and per remote address), a bucket of refusals per
+//! remote address (an address that keeps failing is refused before any work). [`PerAddress`] also
+//! caps the connections one address holds. With the memory budget (`ingest::Budget`) they are
 //! per instance, so N replicas admit up to N times the configured rates.
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,15 +21,23 @@ const MAX_BUCKETS: usize = 100_000;
 pub struct Capacities {
     pub in_flight: usize,
     pub unproven_in_flight: usize,
+    pub unproven_per_address: usize,
     pub refusals_per_minute: u32,
 }
 
 pub struct Limiter {
     partners: Buckets<String>,
-    refusals: Buckets<std::net::IpAddr>,
+    refusals: Buckets<IpAddr>,
     refusals_per_minute: u32,
     in_flight: Arc<Semaphore>,
     unproven: Arc<Semaphore>,
+    unproven_by_address: Arc<PerAddress>,
+}
+
+/// A slot of a request that has proven nothing yet: one of the instance's, one of its address's.
+pub struct UnprovenSlot {
+    _slot: OwnedSemaphorePermit,
+    _address: Option<Held>,
 }
 
 impl Limiter {
@@ -38,6 +48,7 @@ impl Limiter {
             refusals_per_minute: capacities.refusals_per_minute,
             in_flight: Arc::new(Semaphore::new(capacities.in_flight)),
             unproven: Arc::new(Semaphore::new(capacities.unproven_in_flight)),
+            unproven_by_address: PerAddress::new(capacities.unproven_per_address),
         }
     }
 
@@ -46,9 +57,15 @@ impl Limiter {
         Arc::clone(&self.in_flight).try_acquire_owned().map_err(|_| Duration::from_secs(1))
     }
 
-    /// A slot for a signed request until its signature is checked.
-    pub fn admit_unproven(&self) -> Result<OwnedSemaphorePermit, Duration> {
-        Arc::clone(&self.unproven).try_acquire_owned().map_err(|_| Duration::from_secs(1))
+    /// A slot for a signed request from `address` until its signature is checked.
+    pub fn admit_unproven(&self, address: Option<IpAddr>) -> Result<UnprovenSlot, Duration> {
+        let busy = Duration::from_secs(1);
+        let held = match address {
+            Some(address) => Some(self.unproven_by_address.hold(address).ok_or(busy)?),
+            None => None,
+        };
+        let slot = Arc::clone(&self.unproven).try_acquire_owned().map_err(|_| busy)?;
+        Ok(UnprovenSlot { _slot: slot, _address: held })
     }
 
     /// Takes one request from a proven partner's bucket of `per_minute`.
@@ -57,13 +74,56 @@ impl Limiter {
     }
 
     /// Counts a refusal of `address`; once its bucket is empty, [`Limiter::refusing`] says so.
-    pub fn refused(&self, address: std::net::IpAddr) {
+    pub fn refused(&self, address: IpAddr) {
         let _ = self.refusals.take(address, self.refusals_per_minute);
     }
 
     /// Whether `address` has been refused too often lately: its unproven requests are refused at once.
-    pub fn refusing(&self, address: std::net::IpAddr) -> Result<(), Duration> {
+    pub fn refusing(&self, address: IpAddr) -> Result<(), Duration> {
         self.refusals.check(&address, self.refusals_per_minute)
+    }
+}
+
+/// How many of something (connections, unproven requests) each remote address holds at once, at
+/// most `max` (0: no cap). An address's entry lives only while it holds one, so the map is never
+/// larger than what is held.
+pub struct PerAddress {
+    held: Mutex<HashMap<IpAddr, usize>>,
+    max: usize,
+}
+
+/// One held by an address, given back when dropped.
+pub struct Held {
+    owner: Arc<PerAddress>,
+    address: IpAddr,
+}
+
+impl PerAddress {
+    pub fn new(max: usize) -> Arc<PerAddress> {
+        Arc::new(PerAddress { held: Mutex::new(HashMap::new()), max })
+    }
+
+    /// One more for `address`, unless it holds its most already.
+    pub fn hold(self: &Arc<Self>, address: IpAddr) -> Option<Held> {
+        let mut held = self.held.lock().ok()?;
+        let count = held.entry(address).or_insert(0);
+        if self.max > 0 && *count >= self.max {
+            return None;
+        }
+        *count += 1;
+        Some(Held { owner: Arc::clone(self), address })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Ok(mut held) = self.owner.held.lock() else { return };
+        if let Some(count) = held.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.address);
+            }
+        }
     }
 }
 
@@ -135,7 +195,30 @@ mod tests {
     use super::*;
 
     fn limiter() -> Limiter {
-        Limiter::new(Capacities { in_flight: 1, unproven_in_flight: 1, refusals_per_minute: 2 })
+        Limiter::new(Capacities {
+            in_flight: 1,
+            unproven_in_flight: 3,
+            unproven_per_address: 2,
+            refusals_per_minute: 2,
+        })
+    }
+
+    #[test]
+    fn an_address_holds_at_most_its_share_of_unproven_slots() {
+        let limiter = limiter();
+        let (one, other) = ("192.0.2.7".parse().ok(), "192.0.2.8".parse().ok());
+        let first = limiter.admit_unproven(one).unwrap();
+        let _second = limiter.admit_unproven(one).unwrap();
+        assert!(limiter.admit_unproven(one).is_err(), "its address holds two");
+        let _third = limiter.admit_unproven(other).unwrap();
+        assert!(limiter.admit_unproven(None).is_err(), "the instance holds three");
+        drop(first);
+        assert!(limiter.admit_unproven(one).is_ok());
+        let addresses = PerAddress::new(1);
+        let held = addresses.hold("192.0.2.9".parse().unwrap()).unwrap();
+        assert!(addresses.hold("192.0.2.9".parse().unwrap()).is_none());
+        drop(held);
+        assert!(addresses.held.lock().unwrap().is_empty(), "no entry outlives what it held");
     }
 
     #[test]

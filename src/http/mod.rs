@@ -14,6 +14,7 @@ pub mod interchanges;
 mod invoices;
 mod limits;
 pub mod metrics;
+mod nul;
 pub mod openapi;
 mod outbox;
 pub mod problem;
@@ -45,6 +46,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
 use crate::config::ServerConfig;
+use crate::inbox::Logged;
 use crate::ingest::Ingest;
 use crate::store::Store;
 pub use connection::ConnectionLimits;
@@ -55,6 +57,8 @@ use problem::ApiError;
 pub struct ApiContext {
     pub store: Store,
     pub body_limit: usize,
+    /// Slowest a request body may arrive once its first seconds are past, in bytes per second.
+    pub min_body_rate: u64,
     pub request_timeout: Duration,
     /// Deliveries must authenticate as a registered partner.
     pub partner_auth: bool,
@@ -81,10 +85,12 @@ impl ApiContext {
     /// The context of a server; fails when its AS2 keys cannot be read.
     pub fn new(ingest: Ingest, server: &ServerConfig) -> Result<ApiContext, String> {
         let partner_auth = ingest.options().partner_auth;
+        server.check_operator_tokens()?;
         let as2 = Arc::new(as2::Station::new(server.as2_identities()?));
         Ok(ApiContext {
             store: ingest.store().clone(),
             body_limit: server.body_limit,
+            min_body_rate: server.min_body_rate,
             request_timeout: server.request_timeout(),
             partner_auth,
             admin_token: server.admin_token.clone().filter(|token| !token.is_empty()),
@@ -92,6 +98,7 @@ impl ApiContext {
             limiter: Arc::new(limits::Limiter::new(limits::Capacities {
                 in_flight: server.max_in_flight,
                 unproven_in_flight: server.max_unproven_in_flight,
+                unproven_per_address: server.max_unproven_per_address,
                 refusals_per_minute: server.refusals_per_minute,
             })),
             metrics: Arc::default(),
@@ -175,16 +182,20 @@ pub fn router(ctx: ApiContext) -> Router {
         .merge(SwaggerUi::new("/swagger-ui").config(Config::from("/openapi.json")))
         .route(
             "/openapi.json",
-            axum::routing::get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], spec) }),
+            axum::routing::get(move || async move {
+                ([(axum::http::header::CONTENT_TYPE, "application/json")], spec)
+            }),
         )
         .layer(DefaultBodyLimit::max(ctx.body_limit))
         .layer(middleware::from_fn_with_state(ctx.clone(), auth::operators_only))
+        .layer(middleware::from_fn(nul::refuse_in_url))
         .layer(middleware::from_fn(move |request: Request, next: Next| time_limit(timeout, request, next)))
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
             let request_id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+            let (method, path) = (Logged(request.method().as_str()), Logged(request.uri().path()));
+            tracing::info_span!("request", method = %method, path = %path, request_id)
         }))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .layer(middleware::from_fn(client_request_id))
@@ -217,7 +228,8 @@ async fn time_limit(limit: Duration, request: Request, next: Next) -> Response {
 }
 
 /// Serves until `shutdown` resolves, then finishes the requests in flight. At most
-/// `limits.max_connections` are open at once (more are closed on accept); a connection that sends
+/// `limits.max_connections` are open at once, and `limits.max_per_address` from one remote address
+/// (more are closed on accept); a connection that sends
 /// no byte within the first-byte timeout, or no request headers within it (slow loris), or stays
 /// silent for the idle timeout, is closed. The body is bounded by the request timeout.
 pub async fn serve(
@@ -231,6 +243,7 @@ pub async fn serve(
     builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let per_address = limits::PerAddress::new(limits.max_per_address);
     tokio::pin!(shutdown);
     loop {
         let (stream, remote) = tokio::select! {
@@ -249,13 +262,19 @@ pub async fn serve(
             tracing::warn!(%remote, max = limits.max_connections, "too many open connections: closed");
             continue;
         };
+        let Some(held) = per_address.hold(remote.ip()) else {
+            // Counted, not logged: one address reconnecting in a loop must not grow the log.
+            ::metrics::counter!("edi_inbox_connections_refused_total", "reason" => "per-address")
+                .increment(1);
+            continue;
+        };
         // Wrapping the router as one service: `Router::layer` would rebuild every route per connection.
         let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(remote)));
         let activity = connection::Activity::new();
         let io = TokioIo::new(connection::Watched::new(stream, Arc::clone(&activity)));
         let connection = graceful.watch(builder.serve_connection_with_upgrades(io, service).into_owned());
         tokio::spawn(async move {
-            let _permit = permit;
+            let _held = (permit, held);
             tokio::select! {
                 ended = connection => if let Err(error) = ended {
                     tracing::debug!(%error, %remote, "connection ended with an error");

@@ -60,6 +60,19 @@ pub enum ApiError {
     Forbidden(String),
     #[error("rate limit reached")]
     RateLimited(std::time::Duration),
+    /// The memory budget is held by other deliveries now (retry soon).
+    #[error(
+        "this delivery needs about {needed} bytes of memory and {budget} bytes are all this server lets \
+         such deliveries hold at once (EDI_INBOX_BUFFER_BYTES); they are held by others now: nothing was \
+         recorded, retry in 1 s"
+    )]
+    Busy { needed: usize, budget: usize },
+    /// The body arrived slower than the minimum rate.
+    #[error(
+        "the request body arrived slower than {0} bytes per second (EDI_INBOX_MIN_BODY_RATE) after the first \
+         seconds; nothing was recorded"
+    )]
+    SlowBody(u64),
     #[error("request timed out")]
     Timeout,
     /// An AS2 message that could not be opened (answered with an error MDN when one is asked).
@@ -90,13 +103,15 @@ impl ApiError {
                 }
                 As2Failure::InsufficientSecurity(_) => StatusCode::FORBIDDEN,
                 As2Failure::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                As2Failure::Busy => StatusCode::TOO_MANY_REQUESTS,
                 As2Failure::Malformed(_)
                 | As2Failure::DecryptionFailed(_)
                 | As2Failure::ReceiptUrlRefused(_) => StatusCode::BAD_REQUEST,
             },
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited(_) | ApiError::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -123,11 +138,14 @@ impl ApiError {
                 StatusCode::UNAUTHORIZED => ("unauthorized", "Unauthorized"),
                 StatusCode::FORBIDDEN => ("forbidden-sender", "Forbidden"),
                 StatusCode::PAYLOAD_TOO_LARGE => ("payload-too-large", "Payload too large"),
+                StatusCode::TOO_MANY_REQUESTS => ("rate-limited", "Memory budget spent"),
                 _ => ("invalid-transport", "Invalid AS2 message"),
             },
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden-sender", "Forbidden"),
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
+            ApiError::Busy { .. } => ("rate-limited", "Memory budget spent"),
+            ApiError::SlowBody(_) => ("request-timeout", "Request body too slow"),
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 ("unavailable", "Service unavailable")
             }
@@ -186,9 +204,11 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthenticated",
             ApiError::As2(As2Failure::Malformed(_) | As2Failure::ReceiptUrlRefused(_)) => "invalid-transport",
             ApiError::As2(As2Failure::TooLarge(_)) => "too-large",
+            ApiError::As2(As2Failure::Busy) => "rate-limited",
             ApiError::As2(failure) => failure.modifier(),
             ApiError::Forbidden(_) => "forbidden",
-            ApiError::RateLimited(_) => "rate-limited",
+            ApiError::RateLimited(_) | ApiError::Busy { .. } => "rate-limited",
+            ApiError::SlowBody(_) => "timeout",
             ApiError::BadRequest(_)
             | ApiError::NotFound
             | ApiError::AlreadyExists(_)
@@ -220,6 +240,12 @@ impl IntoResponse for ApiError {
             ApiError::RateLimited(wait) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after(*wait)));
             }
+            ApiError::Busy { .. } | ApiError::As2(As2Failure::Busy) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after(BUDGET_WAIT)));
+            }
+            ApiError::SlowBody(_) => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             ApiError::Unauthorized(_) => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
@@ -240,7 +266,7 @@ impl From<ingest::Error> for ApiError {
             ingest::Error::WrongState(detail) => ApiError::WrongState(detail),
             ingest::Error::TooLarge(limit) => ApiError::PayloadTooLarge(limit),
             error @ ingest::Error::TooLargeToRecord { .. } => ApiError::OverBudget(error.to_string()),
-            ingest::Error::Busy => ApiError::RateLimited(BUDGET_WAIT),
+            ingest::Error::Busy { needed, budget } => ApiError::Busy { needed, budget },
             ingest::Error::Store(error) => ApiError::Store(error),
             ingest::Error::Internal => ApiError::Internal,
         }
@@ -265,7 +291,7 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
         ingest::Error::Forbidden(_) => StatusCode::FORBIDDEN,
         ingest::Error::WrongState(_) => StatusCode::CONFLICT,
         ingest::Error::TooLarge(_) | ingest::Error::TooLargeToRecord { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        ingest::Error::Busy => StatusCode::TOO_MANY_REQUESTS,
+        ingest::Error::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
         ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
         ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -75,8 +75,9 @@ pub fn truncated(value: &str, max: usize) -> String {
 const MAX_LOGGED_CHARS: usize = 200;
 
 /// Text from a request (an envelope's sender, a topic ARN, a transport id, an error quoting them) as
-/// a log line may show it, in every log format: control characters escaped (`\n`, `\u{1b}`), so
-/// that it can neither start a forged line nor colour a terminal, and cut after
+/// a log line may show it, in every log format: control characters and line or paragraph
+/// separators escaped (`\n`, `\u{1b}`, `\u{2028}`), so that it can neither start a forged line
+/// (in a terminal, or in a JavaScript reader of the JSON log) nor colour a terminal, and cut after
 /// [`MAX_LOGGED_CHARS`] characters, so that a 5 MiB field costs the log a few hundred bytes.
 pub struct Logged<'a>(pub &'a str);
 
@@ -89,7 +90,10 @@ impl std::fmt::Display for Logged<'_> {
                 return write!(f, "…(+{rest} bytes)");
             }
             if c.is_control()
-                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+                || matches!(
+                    c,
+                    '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+                )
             {
                 write!(f, "{}", c.escape_unicode())?;
             } else {
@@ -388,6 +392,11 @@ mod tests {
         let forged = "arn:x\n2026-01-01T00:00:00Z  INFO forged\x1b[31mred\u{202e}";
         let shown = Logged(forged).to_string();
         assert_eq!(shown, "arn:x\\u{a}2026-01-01T00:00:00Z  INFO forged\\u{1b}[31mred\\u{202e}");
+        let separated = Logged("a\u{2028}b\u{2029}c").to_string();
+        assert_eq!(
+            separated, "a\\u{2028}b\\u{2029}c",
+            "line and paragraph separators end lines in JavaScript"
+        );
         let huge = "é".repeat(5 * 1024 * 1024);
         let shown = Logged(&huge).to_string();
         assert!(shown.len() < 1024, "{} bytes", shown.len());

@@ -77,7 +77,9 @@ impl Default for Transport {
 
 impl Transport {
     pub fn new(door: Door, id: Option<&str>) -> Transport {
-        Transport { door, id: id.map(|id| super::truncated(id, MAX_ID_BYTES)), meta: Map::new() }
+        // A NUL (which the doors refuse, and no text column takes) is kept visible, never stored.
+        let id = id.map(|id| super::truncated(id, MAX_ID_BYTES).replace('\0', "\u{FFFD}"));
+        Transport { door, id, meta: Map::new() }
     }
 
     /// Adds one metadata value when present.
@@ -144,5 +146,6 @@ mod tests {
         let json = big.meta_json().unwrap();
         assert!(json.len() < MAX_META_BYTES && json.contains("\"truncated\":true"), "{json}");
         assert_eq!(Transport::default().meta_json(), None);
+        assert_eq!(Transport::new(Door::Amqp, Some("poison\0")).id.as_deref(), Some("poison\u{FFFD}"));
     }
 }

@@ -101,8 +101,11 @@ pub enum Error {
     )]
     TooLargeToRecord { documents: usize, needed: usize, budget: usize },
     /// The memory budget is spent by other deliveries for now: nothing recorded, retry.
-    #[error("the server's memory budget is spent by other deliveries; nothing was recorded, retry")]
-    Busy,
+    #[error(
+        "this delivery needs about {needed} bytes of memory and this server's budget of {budget} bytes \
+         (EDI_INBOX_BUFFER_BYTES) is held by other deliveries now; nothing was recorded, retry"
+    )]
+    Busy { needed: usize, budget: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error")]
@@ -114,7 +117,7 @@ impl Error {
     fn short_of(shortfall: Shortfall, documents: usize) -> Error {
         match shortfall {
             Shortfall::Exceeds { needed, budget } => Error::TooLargeToRecord { documents, needed, budget },
-            Shortfall::Spent => Error::Busy,
+            Shortfall::Spent { needed, budget } => Error::Busy { needed, budget },
         }
     }
 
@@ -125,7 +128,7 @@ impl Error {
             Error::Forbidden(_) => "forbidden",
             Error::WrongState(_) => "bad-request",
             Error::TooLarge(_) | Error::TooLargeToRecord { .. } => "too-large",
-            Error::Busy => "rate-limited",
+            Error::Busy { .. } => "rate-limited",
             Error::Store(StoreError::Unavailable(_)) => "unavailable",
             Error::Store(_) | Error::Internal => "error",
         }

@@ -44,12 +44,14 @@ pub struct Exported {
 
 /// Exports every invoice not exported yet into `dir`, at most `max_invoices` per file.
 pub async fn export(store: &Store, dir: &Path, max_invoices: u32) -> Result<Exported, ExportError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let io = |error| ExportError::Io(dir.to_owned(), error);
     std::fs::create_dir_all(dir).map_err(io)?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(FILE_MODE)
         .open(dir.join(LOCK_FILE))
         .map_err(io)?;
     match lock.try_lock() {

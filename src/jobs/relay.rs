@@ -27,12 +27,15 @@ const MAX_SETTLED: usize = 256;
 /// Query parameter names that carry a credential (compared in lower case, as parts of the name).
 const SECRET_PARAMETERS: [&str; 7] = ["key", "token", "secret", "password", "sig", "auth", "credential"];
 
-/// The accounting API's URL fit for logs and `edi-inbox config`: its password and the values of
-/// query parameters named like credentials (`api_key`, `access_token`, …) as `***`.
+/// The accounting API's URL fit for logs and `edi-inbox config`: its password (or a user name
+/// standing alone, which is then the credential: `https://TOKEN@host/`) and the values of query
+/// parameters named like credentials (`api_key`, `access_token`, …) as `***`.
 pub fn shown(url: &reqwest::Url) -> String {
     let mut shown = url.clone();
     if url.password().is_some() {
         let _ = shown.set_password(Some("***"));
+    } else if !url.username().is_empty() {
+        let _ = shown.set_username("***");
     }
     if url.query().is_some() {
         let pairs: Vec<(String, String)> = url
@@ -256,5 +259,7 @@ mod tests {
         assert_eq!(shown(&url), "https://relay:***@acct.example/book?api_key=***&region=eu&Access_Token=***");
         let plain = reqwest::Url::parse("http://127.0.0.1:9000/invoices").unwrap();
         assert_eq!(shown(&plain), "http://127.0.0.1:9000/invoices");
+        let token_only = reqwest::Url::parse("http://SECRET@host/x").unwrap();
+        assert_eq!(shown(&token_only), "http://***@host/x");
     }
 }

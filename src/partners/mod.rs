@@ -299,9 +299,23 @@ fn mdn_url_ok(url: &str) -> bool {
     })
 }
 
-/// Whether `url` starts with one of the partner's registered MDN URL prefixes.
-pub fn mdn_url_allowed(prefixes: &[String], url: &str) -> bool {
-    mdn_url_ok(url) && prefixes.iter().any(|prefix| url.starts_with(prefix.as_str()))
+/// Whether `url` is under one of the partner's registered MDN URLs: the same scheme, host and
+/// port (as URLs, not as text: `http://localhost` does not admit `http://localhost:5432/`, nor
+/// `https://as2.acme.example` `https://as2.acme.example.evil.net/`), and a path equal to the
+/// registered one or below it on a segment boundary.
+pub fn mdn_url_allowed(registered: &[String], url: &str) -> bool {
+    let Some(url) = reqwest::Url::parse(url).ok().filter(|url| mdn_url_ok(url.as_str())) else {
+        return false;
+    };
+    registered.iter().filter_map(|base| reqwest::Url::parse(base).ok()).any(|base| {
+        let same_origin = base.scheme() == url.scheme()
+            && base.host() == url.host()
+            && base.port_or_known_default() == url.port_or_known_default();
+        let base_path = base.path().trim_end_matches('/');
+        let under = url.path() == base_path
+            || url.path().strip_prefix(base_path).is_some_and(|rest| rest.starts_with('/'));
+        same_origin && under && (base.query().is_none() || base.query() == url.query())
+    })
 }
 
 /// A service account is an e-mail address: `name@domain`, printable ASCII, at most 254 bytes.
@@ -412,6 +426,21 @@ mod tests {
         assert!(mdn_url_allowed(&partner.as2_mdn_urls, "https://as2.acme.example/mdn/42"));
         assert!(!mdn_url_allowed(&partner.as2_mdn_urls, "https://as2.acme.example.evil/mdn"));
         assert!(!mdn_url_allowed(&partner.as2_mdn_urls, "http://169.254.169.254/"));
+        let registered = ["http://localhost".to_owned(), "https://as2.acme.example/mdn".to_owned()];
+        for (url, allowed) in [
+            ("http://localhost/receipts", true),
+            ("http://localhost:80/x", true),
+            ("http://localhost:5432/", false),
+            ("https://localhost/", false),
+            ("https://as2.acme.example/mdn", true),
+            ("https://as2.acme.example/mdn/42", true),
+            ("https://as2.acme.example/mdnx", false),
+            ("https://as2.acme.example.evil.net/mdn", false),
+            ("https://as2.acme.example:8443/mdn", false),
+            ("https://as2.acme.example@evil.net/mdn", false),
+        ] {
+            assert_eq!(mdn_url_allowed(&registered, url), allowed, "{url}");
+        }
         partner.bypass_documents.push("810".into());
         assert!(partner.validate().unwrap_err().contains("books invoices"));
         partner.bypass_documents.pop();

@@ -236,7 +236,10 @@ impl AuditQueue {
     }
 }
 
-/// Writes what is queued now; on failure it stays queued for the next flush.
+/// Writes what is queued now; when the database is unavailable it stays queued for the next
+/// flush. When the database refuses the batch itself (a value it cannot store), each record is
+/// written alone, so that one bad record never holds back the others: the ones refused again are
+/// dropped, counted and logged.
 pub(super) async fn flush(db: &Db, queue: &AuditQueue) -> Result<(), StoreError> {
     let pending = queue.take();
     if pending.dropped > 0 {
@@ -247,11 +250,44 @@ pub(super) async fn flush(db: &Db, queue: &AuditQueue) -> Result<(), StoreError>
     }
     match write(db, &pending).await {
         Ok(()) => Ok(()),
-        Err(error) => {
+        Err(error @ StoreError::Unavailable(_)) => {
             queue.restore(Pending { dropped: 0, ..pending });
             Err(error)
         }
+        Err(error) => {
+            tracing::warn!(%error, "the database refused an audit batch; writing its records one by one");
+            one_by_one(db, queue, pending).await
+        }
     }
+}
+
+/// Writes each record of `pending` alone; those the database refuses are dropped and counted, and
+/// when it becomes unavailable the rest is queued again.
+async fn one_by_one(db: &Db, queue: &AuditQueue, pending: Pending) -> Result<(), StoreError> {
+    let singles =
+        pending.attempts.into_iter().map(|attempt| Pending { attempts: vec![attempt], ..Pending::default() });
+    let refusals = pending
+        .refusals
+        .into_iter()
+        .map(|(key, count)| Pending { refusals: HashMap::from([(key, count)]), ..Pending::default() });
+    let mut refused = 0u64;
+    let mut singles = singles.chain(refusals);
+    while let Some(single) = singles.next() {
+        match write(db, &single).await {
+            Ok(()) => {}
+            Err(error @ StoreError::Unavailable(_)) => {
+                queue.restore(single);
+                singles.for_each(|rest| queue.restore(rest));
+                return Err(error);
+            }
+            Err(error) => {
+                refused += 1;
+                tracing::warn!(%error, "an audit record the database refuses was dropped");
+            }
+        }
+    }
+    metrics::counter!("edi_inbox_audit_records_dropped_total").increment(refused);
+    Ok(())
 }
 
 async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {

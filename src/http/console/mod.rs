@@ -11,7 +11,7 @@ mod quarantine;
 pub mod session;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -392,6 +392,7 @@ fn sign_in_page(ctx: &ApiContext, status: StatusCode, error: Option<&str>) -> Re
 
 async fn sign_in(
     State(ctx): State<ApiContext>,
+    ConnectInfo(remote): ConnectInfo<std::net::SocketAddr>,
     headers: HeaderMap,
     form: Result<axum::Form<SignIn>, axum::extract::rejection::FormRejection>,
 ) -> Response {
@@ -404,7 +405,10 @@ async fn sign_in(
     };
     let Some(role) = ctx.console.admits(&token) else {
         // Counted, not logged: a flood of guesses must not grow the log (as with the admin API).
-        ingest::security_event("bad-admin-token");
+        if super::auth::token_guess(&ctx, Some(remote.ip())).is_err() {
+            let wait = Some("Too many wrong tokens from this address: wait a minute before trying again.");
+            return sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, wait);
+        }
         return sign_in_page(
             &ctx,
             StatusCode::UNAUTHORIZED,

@@ -216,7 +216,10 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     let (_, foreign) = signed(&edi_entity(603), &stranger);
     let reply = post(&h, smime, &receipt_asked, encrypted(&foreign, &station)).await;
     let fields = verified_receipt(&reply, &station);
-    assert!(fields.contains("; processed/error: decryption-failed\r\n"), "inside encryption: {fields}");
+    assert!(
+        fields.contains("; processed/error: authentication-failed\r\n"),
+        "inside encryption, once the plaintext reads strictly, a foreign signer is named: {fields}"
+    );
     let (_, plain_foreign) = signed(&edi_entity(604), &stranger);
     let reply = post(
         &h,
@@ -235,7 +238,7 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     );
 
     let reply = post(&h, smime, &[], encrypted(&foreign, &station)).await;
-    reply.assert_problem(400, "invalid-transport");
+    reply.assert_problem(401, "unauthorized");
     assert_eq!(invoices(&h).await, 1, "nothing refused was booked");
     let _ = std::fs::remove_file(keys);
     h.finish().await;

@@ -135,26 +135,40 @@ async fn an_interchange_costing_more_than_the_whole_budget_is_refused(backend: B
 }
 
 /// A delivery whose recording needs more of the budget than is free answers 429 with Retry-After
-/// at once (it never waits while holding a reservation, so two deliveries cannot wait on each
-/// other), and is booked once the budget is free again.
+/// at once, naming the budget (it never waits while holding a reservation, so two deliveries
+/// cannot wait on each other), and is booked once the budget is free again. A body is charged as
+/// it arrives: one that only declares its length holds nothing.
 async fn a_delivery_is_asked_to_retry_while_the_budget_is_held(backend: Backend) {
     let mut server = server_config();
     server.buffer_bytes = 4 * MIB;
     let h = Harness::with_server(backend, server).await;
-    // A slow upload declares 896 KiB, so reading it reserves 3.5 MiB until it is done.
-    let mut slow = tokio::net::TcpStream::connect(h.app.address).await.unwrap();
-    let head = format!(
-        "POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\nContent-Type: application/edi-x12\r\nContent-Length: {}\r\n\r\nISA",
-        896 * 1024
-    );
-    slow.write_all(head.as_bytes()).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let body = corpus::x12_810(32 * 1024);
+    let declared = 896 * 1024;
+    let head = format!(
+        "POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\nContent-Type: application/edi-x12\r\nContent-Length: {declared}\r\n\r\nISA"
+    );
+    let mut declaring = tokio::net::TcpStream::connect(h.app.address).await.unwrap();
+    declaring.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        h.app.post(body.clone(), "application/edi-x12").await.status,
+        201,
+        "a declared length holds nothing"
+    );
+    drop(declaring);
+    // A slow upload sends all but its last byte of 896 KiB: reading it holds 3.5 MiB until it is done.
+    let mut slow = tokio::net::TcpStream::connect(h.app.address).await.unwrap();
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(&vec![b' '; declared - 4]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let body = String::from_utf8(body).unwrap().replace("*000000001", "*000000002").into_bytes();
     let busy = h.app.post(body.clone(), "application/edi-x12").await;
     assert_eq!(busy.status, 429, "{}", busy.text);
-    assert_eq!(busy.json()["type"], "/problems/rate-limited");
+    let problem = busy.json();
+    assert_eq!(problem["type"], "/problems/rate-limited");
+    assert!(problem["detail"].as_str().unwrap().contains("EDI_INBOX_BUFFER_BYTES"), "{problem}");
     assert_eq!(busy.header("retry-after"), Some("1"));
-    assert!(h.app.all_interchanges().await.is_empty());
+    assert_eq!(h.app.all_interchanges().await.len(), 1, "only the first");
     drop(slow);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(h.app.post(body, "application/edi-x12").await.status, 201);

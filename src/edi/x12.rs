@@ -265,7 +265,7 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
         let err = read(in_invoice.as_bytes()).unwrap().lenient().documents().unwrap_err();
         assert_eq!((err.segment.as_deref(), err.element.as_deref()), (Some("BIG"), Some("BIG02")), "{err:?}");
         assert!(err.message.contains("NUL"), "{err:?}");
-        let in_key = text.replace("000000007*0*P", "00000\0007*0*P");
+        let in_key = text.replace("000000007*0*P", "00000\x0007*0*P");
         let err = read(in_key.as_bytes()).unwrap_err();
         assert_eq!((err.segment.as_deref(), err.element.as_deref()), (Some("ISA"), Some("ISA13")), "{err:?}");
     }

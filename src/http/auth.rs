@@ -245,30 +245,38 @@ pub async fn operators_only(State(ctx): State<ApiContext>, request: Request, nex
     };
     let remote = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
     let (parts, body) = request.into_parts();
+    let needed = || unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
+    if bearer(&parts).is_none() {
+        return needed();
+    }
+    if let Err(refused) = token_guesses_allowed(&ctx, remote) {
+        return refused.into_response();
+    }
     if !presents_token(&parts, expected) {
-        if bearer(&parts).is_none() {
-            return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
-        }
-        if let Err(refused) = token_guess(&ctx, remote) {
-            return refused.into_response();
-        }
-        return unauthorized("this endpoint needs `Authorization: Bearer <admin token>`").into_response();
+        wrong_token(&ctx, remote);
+        return needed();
     }
     next.run(Request::from_parts(parts, body)).await
 }
 
-/// A wrong operator token from `remote` (a guess). Guessing costs the guesser: an address refused
-/// too often lately is answered 429 (nothing compared), and every wrong token counts against its
-/// address and is aggregated on the console's Refusals page (never a log line per guess). `Err`:
-/// the address is refused for now.
-pub fn token_guess(ctx: &ApiContext, remote: Option<IpAddr>) -> Result<(), ApiError> {
+/// Whether `remote` may present an operator token now. Guessing costs the guesser: an address
+/// refused too often lately is answered 429 before its token is compared (so that a throttled
+/// guesser learns nothing, not even a right guess).
+pub fn token_guesses_allowed(ctx: &ApiContext, remote: Option<IpAddr>) -> Result<(), ApiError> {
+    match remote {
+        Some(remote) => ctx.limiter.refusing(remote).map_err(ApiError::RateLimited),
+        None => Ok(()),
+    }
+}
+
+/// A wrong operator token from `remote` (a guess): counted against its address and aggregated on
+/// the console's Refusals page, never a log line per guess.
+pub fn wrong_token(ctx: &ApiContext, remote: Option<IpAddr>) {
     ingest::security_event("bad-admin-token");
-    let Some(remote) = remote else { return Ok(()) };
-    ctx.limiter.refusing(remote).map_err(ApiError::RateLimited)?;
+    let Some(remote) = remote else { return };
     ctx.limiter.refused(remote);
     let facts = AttemptFacts::new(None, Some(remote.to_string()), None, None);
     ctx.store.refused("bad-admin-token", StatusCode::UNAUTHORIZED.as_u16(), &facts, Utc::now());
-    Ok(())
 }
 
 /// Whether the request may see operational detail on a public route (`/readyz`): always in open

@@ -3,17 +3,17 @@
 use std::net::{IpAddr, SocketAddr};
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use http_body_util::BodyExt;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
+use super::body::{READ_COPIES, charged_for, drain, read_body};
 use super::extract::{Id, Params};
 use super::limits::UnprovenSlot;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
@@ -116,10 +116,12 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
             body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`: the body exceeds the body limit, or recording its interchange would need more memory than this instance's whole budget (the detail says how much); nothing was recorded", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "`request-timeout`: the body arrived slower than the minimum rate (`EDI_INBOX_MIN_BODY_RATE`, after five seconds); nothing was recorded, and the connection is closed",
+            body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported-media-type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-interchange`: stored as rejected, replayed with `Idempotent-Replayed: true`; a corrected resend with the same key replaces it",
             body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate-limited`: the partner's rate or this instance's capacity (deliveries in flight, memory budget) is exhausted; nothing was recorded, retry after `Retry-After`",
+        (status = 429, description = "`rate-limited`: the partner's rate or this instance's capacity (deliveries in flight, unproven requests of this address, memory budget: the detail then says how much was needed of how much) is exhausted; nothing was recorded, retry after `Retry-After`",
             body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = String, description = "Seconds to wait"))),
         (status = 503, description = "`unavailable`: the database cannot be reached; nothing was recorded, retry after `Retry-After` seconds",
@@ -209,12 +211,6 @@ enum Arrived {
     /// An SNS subscription message, kept for an operator.
     SnsKept(SnsSubscription),
 }
-
-/// Copies of a body that reading and parsing hold at once at most (the body, its unwrapped form, the
-/// parsed segments), charged to the memory budget as the body is read (reserved before it is read
-/// for a partner proven by its API key); once parsed, the delivery tops the reservation up to what
-/// recording it costs.
-const READ_COPIES: usize = 4;
 
 /// What a request is allowed before its body is read.
 struct Admitted {
@@ -437,89 +433,6 @@ async fn respond(
         headers.insert(name, HeaderValue::from_str(&location).map_err(|_| ApiError::Internal)?);
     }
     Ok(response)
-}
-
-/// Bytes read between two charges of the memory budget.
-const CHARGE_STEP: usize = 64 * 1024;
-
-/// What reading `read` bytes is charged: [`READ_COPIES`] times them, counted in whole steps.
-fn charged_for(read: usize) -> usize {
-    read.div_ceil(CHARGE_STEP).saturating_mul(CHARGE_STEP).saturating_mul(READ_COPIES)
-}
-
-/// How long a body may take before it must keep up with the minimum rate.
-const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Reads the body up to `limit` bytes (413 beyond), passing `charge` the bytes read so far as they
-/// arrive (its refusal ends the reading), and refusing a body slower than `min_rate` bytes per
-/// second on average once [`BODY_GRACE`] is past (408): a request that dribbles its body holds
-/// its slot and its memory for seconds, not for the request timeout.
-async fn read_body(
-    mut body: Body,
-    limit: usize,
-    min_rate: u64,
-    mut charge: impl FnMut(usize) -> Result<(), ApiError>,
-) -> Result<Bytes, ApiError> {
-    let started = tokio::time::Instant::now();
-    let due = |read: usize| match min_rate {
-        0 => None,
-        rate => Some(started + BODY_GRACE + std::time::Duration::from_secs_f64(read as f64 / rate as f64)),
-    };
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut read = 0usize;
-    loop {
-        let next = match due(read) {
-            Some(deadline) => tokio::time::timeout_at(deadline, body.frame())
-                .await
-                .map_err(|_| ApiError::SlowBody(min_rate))?,
-            None => body.frame().await,
-        };
-        let frame = match next {
-            None => break,
-            Some(Ok(frame)) => frame,
-            Some(Err(error)) => {
-                return Err(ApiError::BadRequest(format!("the request body could not be read: {error}")));
-            }
-        };
-        let Ok(data) = frame.into_data() else { continue };
-        read += data.len();
-        if read > limit {
-            return Err(ApiError::PayloadTooLarge(limit));
-        }
-        charge(read)?;
-        chunks.push(data);
-    }
-    Ok(match chunks.len() {
-        1 => chunks.swap_remove(0),
-        _ => chunks.concat().into(),
-    })
-}
-
-/// Most bytes of a refused request's body read and thrown away, and for how long.
-const DRAIN_BYTES: usize = 64 * 1024 * 1024;
-const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Reads and discards what the client still sends of a body refused before it was read (lingering
-/// close, as nginx does): a client that writes its whole body before reading the answer (urllib,
-/// requests, Java) then gets the answer instead of a reset connection. Bounded in bytes and time,
-/// and skipped for `Expect: 100-continue`, whose client sends nothing until invited.
-async fn drain(parts: &Parts, body: Body) {
-    let expects_continue =
-        parts.headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if expects_continue {
-        return;
-    }
-    let discard = async {
-        let mut body = body;
-        let mut read = 0usize;
-        while read < DRAIN_BYTES {
-            match body.frame().await {
-                Some(Ok(frame)) => read += frame.data_ref().map_or(0, |data| data.len()),
-                _ => return,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(DRAIN_TIME, discard).await;
 }
 
 /// Read one interchange.

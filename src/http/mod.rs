@@ -4,6 +4,7 @@
 mod admin;
 mod as2;
 mod auth;
+mod body;
 mod connection;
 mod console;
 pub mod doors;

@@ -403,12 +403,14 @@ async fn sign_in(
             return sign_in_page(&ctx, rejection.status(), Some("That was not a sign-in form."));
         }
     };
+    let remote = Some(remote.ip());
+    if super::auth::token_guesses_allowed(&ctx, remote).is_err() {
+        let wait = Some("Too many wrong tokens from this address: wait a minute before trying again.");
+        return sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, wait);
+    }
     let Some(role) = ctx.console.admits(&token) else {
         // Counted, not logged: a flood of guesses must not grow the log (as with the admin API).
-        if super::auth::token_guess(&ctx, Some(remote.ip())).is_err() {
-            let wait = Some("Too many wrong tokens from this address: wait a minute before trying again.");
-            return sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, wait);
-        }
+        super::auth::wrong_token(&ctx, remote);
         return sign_in_page(
             &ctx,
             StatusCode::UNAUTHORIZED,

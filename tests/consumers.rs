@@ -141,6 +141,28 @@ async fn rabbitmq_books_each_interchange_once_and_dead_letters_the_rest(backend:
     db.remove().await;
 }
 
+/// A NUL in a message is a permanent refusal on both engines, never a retry: in the key, the
+/// message is a dead letter; in an invoice, it is recorded as rejected (before issue 28, PostgreSQL
+/// refused the write and the message was requeued forever).
+async fn a_nul_in_a_message_is_settled_not_requeued(backend: Backend) {
+    let db = migrated(backend).await;
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    let text = String::from_utf8(fixture("x12/810-single.edi")).unwrap();
+    let keyless = text.replace("000001142*0*P", "00000\u{0}142*0*P").into_bytes();
+    let in_invoice = text.replace("INV-1042", "INV-1042\u{0}").into_bytes();
+    publish_amqp(&queue, &[keyless, in_invoice]).await;
+    let consumer = consume(&db, AMQP, &queue, false);
+    settles("the queue is drained", 0, async || waiting(&queue).await).await;
+    settles("the keyless message is a dead letter", 1, async || waiting(&format!("{queue}.dead")).await)
+        .await;
+    let rejected = async || count(&db.url, "SELECT COUNT(*) FROM inbox WHERE status = 'rejected'").await;
+    settles("the invoice's NUL is a rejection", 1, rejected).await;
+    assert_eq!(invoices(&db).await, 0, "{}", consumer.log());
+    drop(consumer);
+    db.remove().await;
+}
+
 async fn a_rabbitmq_consumer_killed_between_commit_and_ack_books_once(backend: Backend) {
     let db = migrated(backend).await;
     let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
@@ -442,6 +464,7 @@ both_backends!(
     a_suspended_partners_messages_are_dead_letters,
     a_consumer_books_only_what_it_is_told_to,
     a_rabbitmq_consumer_killed_between_commit_and_ack_books_once,
+    a_nul_in_a_message_is_settled_not_requeued,
     jetstream_books_each_interchange_once_and_terminates_the_rest,
     a_jetstream_consumer_killed_between_commit_and_ack_books_once,
 );

@@ -286,6 +286,118 @@ async fn plain_edi_with_a_receipt_asked_is_answered_with_an_mdn(backend: Backend
     h.finish().await;
 }
 
+/// One BER/DER value, its children read when it is constructed (definite lengths only, as
+/// OpenSSL writes them).
+enum Der {
+    Leaf(u8, Vec<u8>),
+    Tree(u8, Vec<Der>),
+}
+
+fn der_values(mut input: &[u8]) -> Vec<Der> {
+    let mut values = Vec::new();
+    while !input.is_empty() {
+        let tag = input[0];
+        let (length, header) = match input[1] {
+            n if n < 0x80 => (usize::from(n), 2),
+            n => {
+                let count = usize::from(n & 0x7F);
+                (input[2..2 + count].iter().fold(0, |length, &b| (length << 8) | usize::from(b)), 2 + count)
+            }
+        };
+        let content = &input[header..header + length];
+        values.push(if tag & 0x20 != 0 {
+            Der::Tree(tag, der_values(content))
+        } else {
+            Der::Leaf(tag, content.to_vec())
+        });
+        input = &input[header + length..];
+    }
+    values
+}
+
+fn der_bytes(values: &[Der]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|value| match value {
+            Der::Leaf(tag, content) => tlv(*tag, content),
+            Der::Tree(tag, children) => tlv(*tag, &der_bytes(children)),
+        })
+        .collect()
+}
+
+/// The last `[0] IMPLICIT` primitive value: an EnvelopedData's encrypted content.
+fn encrypted_content(values: &mut [Der]) -> Option<&mut Vec<u8>> {
+    values.iter_mut().rev().find_map(|value| match value {
+        Der::Leaf(0x80, content) => Some(content),
+        Der::Leaf(..) => None,
+        Der::Tree(_, children) => encrypted_content(children),
+    })
+}
+
+/// The padding-oracle query of issue 28 against a captured CBC message: its last two ciphertext
+/// blocks appended again, so that the plaintext ends with noise and then the original last block,
+/// whose padding is valid; `flip` changes the appended block before it, so that it (almost
+/// certainly) is not.
+fn with_blocks_appended(der: &[u8], flip: bool) -> Vec<u8> {
+    let mut values = der_values(der);
+    let content = encrypted_content(&mut values).expect("encrypted content");
+    let tail = content[content.len() - 32..].to_vec();
+    content.extend(tail);
+    if flip {
+        let at = content.len() - 17;
+        content[at] ^= 0x5A;
+    }
+    der_bytes(&values)
+}
+
+/// A captured CBC message with ciphertext blocks appended is a decryption failure whether its
+/// padding is valid or not, answered alike (before, a valid padding was answered `processed`: an
+/// oracle that decrypts a block in a few thousand requests); AES-GCM (`authEnveloped-data`) opens.
+async fn appended_ciphertext_blocks_teach_nothing(backend: Backend) {
+    let (station, partner) = (Pair::new("edi-inbox"), Pair::new("acme"));
+    let keys = station.write();
+    let server = ServerConfig { as2_keys: vec![keys.clone()], ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    register(
+        &h,
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME AS2"],
+            "as2_certificates": [partner.certificate_pem()], "as2_security": "signed-encrypted"}),
+    )
+    .await;
+    let asked = [("disposition-notification-to", "edi@acme.example"), ("message-id", "<oracle@acme>")];
+    let smime = "application/pkcs7-mime; smime-type=enveloped-data";
+    let (_, entity) = signed(&edi_entity(621), &partner);
+    let captured = encrypted(&entity, &station);
+    let fields =
+        |reply: &Reply| reply.text.split("Disposition: ").nth(1).unwrap().lines().next().unwrap().to_owned();
+    let first = post(&h, smime, &asked, captured.clone()).await;
+    assert_eq!(fields(&first), "automatic-action/MDN-sent-automatically; processed", "{}", first.text);
+    let valid_padding = post(&h, smime, &asked, with_blocks_appended(&captured, false)).await;
+    let invalid_padding = post(&h, smime, &asked, with_blocks_appended(&captured, true)).await;
+    for reply in [&valid_padding, &invalid_padding] {
+        assert_eq!(reply.status, 200);
+        assert_eq!(
+            fields(reply),
+            "automatic-action/MDN-sent-automatically; processed/error: decryption-failed"
+        );
+    }
+    assert_eq!(valid_padding.text.len(), invalid_padding.text.len(), "the same answer, the same size");
+    assert_eq!(invoices(&h).await, 1);
+
+    let mut recipients = Stack::new().unwrap();
+    recipients.push(station.certificate.clone()).unwrap();
+    let (_, entity) = signed(&edi_entity(622), &partner);
+    let gcm =
+        CmsContentInfo::encrypt(&recipients, &entity, Cipher::aes_256_gcm(), CMSOptions::BINARY).unwrap();
+    let reply =
+        post(&h, "application/pkcs7-mime; smime-type=authEnveloped-data", &asked, gcm.to_der().unwrap())
+            .await;
+    assert_eq!(fields(&reply), "automatic-action/MDN-sent-automatically; processed", "{}", reply.text);
+    assert_eq!(invoices(&h).await, 2);
+    let _ = std::fs::remove_file(keys);
+    h.finish().await;
+}
+
 /// Invoices booked, read with the admin token.
 async fn invoices(h: &Harness) -> usize {
     let reply = Reply::send(h.app.client.get(h.app.url("/v1/invoices?limit=500")).bearer_auth(ADMIN)).await;
@@ -298,6 +410,7 @@ async fn attempts_of(h: &Harness, id: &str) -> Vec<serde_json::Value> {
 }
 
 both_backends!(
+    appended_ciphertext_blocks_teach_nothing,
     an_as2_gateway_gets_a_receipt_for_every_final_outcome,
     plain_edi_with_a_receipt_asked_is_answered_with_an_mdn
 );

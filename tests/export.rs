@@ -130,7 +130,7 @@ async fn a_crashed_export_still_exports_each_invoice_once(backend: Backend) {
         .filter(|name| name.ends_with(".tmp"))
         .collect();
     assert_eq!(left, [".someone-else.tmp"], "its own leftovers removed, nobody else's");
-    for name in csv_files(&dir).iter().chain([&"manifest.json".to_owned()]) {
+    for name in csv_files(&dir).iter().chain([&"manifest.json".to_owned(), &".export.lock".to_owned()]) {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.join(name)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640, "{name} is {mode:o}");

@@ -406,6 +406,9 @@ async fn request_text_cannot_forge_or_flood_log_lines() {
         .await
         .unwrap();
     assert_eq!(kept.status(), 200);
+    let long_path = format!("/v1/interchanges/{}", "p".repeat(60_000));
+    let unproven = client.get(url(&long_path)).bearer_auth("a-guess").send().await.unwrap();
+    assert_eq!(unproven.status(), 401);
     // Both requests are logged (the security lines come before each request's delivery line).
     let log = common::eventually(
         async || server.log(),
@@ -416,6 +419,8 @@ async fn request_text_cannot_forge_or_flood_log_lines() {
     assert!(!log.contains("\x1b[31mRED") && !log.contains("\x1b[31mEVIL"), "a request coloured the log");
     assert!(log.contains("\\u{1b}[31mEVIL"), "the forged sender is shown, escaped");
     assert!(!log.contains("aTAIL"), "a field is logged whole");
+    let longest = log.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 4096, "a {longest}-byte log line: the request span cuts its path");
     drop(server);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -57,6 +57,26 @@ fn config_shows_each_value_and_its_source_without_secrets() {
     assert!(settings.len() > 30, "every setting is listed: {}", settings.len());
 }
 
+/// A credential standing alone in the accounting URL (`https://TOKEN@host/`) is masked too, and an
+/// accounting URL that does not parse is refused without quoting its credentials.
+#[test]
+fn a_url_credential_is_shown_neither_alone_nor_in_an_error() {
+    let config = |url: &str| {
+        process::command("sqlite::memory:", &["config", "--accounting-url", url])
+            .output()
+            .expect("edi-inbox config runs")
+    };
+    let shown = config("http://SECRET-TOKEN@acct.example/x");
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(!text.contains("SECRET-TOKEN") && text.contains("http://***@acct.example/x"), "{text}");
+    let refused = config("http://user:SECRET-PASSWORD@[not-a-host/x");
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("is not a URL") && !error.contains("SECRET-PASSWORD"), "{error}");
+    assert!(error.contains("http://***@[not-a-host/x"), "{error}");
+}
+
 /// `edi-inbox probe`, the image's health check, passes against a ready server and fails once it is
 /// gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 
+from asn1crypto import cms
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -183,6 +184,17 @@ def main():
                 status, raw = send(garbage, bytes(body))
                 check(f"a ciphertext changed at byte {at} gets the same answer as a wrong key (no padding oracle)",
                       receipt(garbage, raw) == verdict and b"padding" not in raw.lower(), receipt(garbage, raw))
+            for flip in (False, True):  # its last two blocks appended again: a valid padding, then not
+                captured = cms.ContentInfo.load(garbage.content)
+                encrypted = captured["content"]["encrypted_content_info"]
+                blocks = encrypted["encrypted_content"].native
+                appended = bytearray(blocks + blocks[-32:])
+                if flip:
+                    appended[-17] ^= 0x5A
+                encrypted["encrypted_content"] = bytes(appended)
+                status, raw = send(garbage, captured.dump(force=True))
+                check(f"ciphertext blocks appended ({'invalid' if flip else 'valid'} padding): the same answer as a wrong key",
+                      receipt(garbage, raw) == verdict, receipt(garbage, raw))
             message = built("000000907", mdn_mode="ASYNC")
             headers = {k: v for k, v in message.headers.items() if k.lower() != "receipt-delivery-option"}
             headers["Receipt-Delivery-Option"] = "http://169.254.169.254/latest"

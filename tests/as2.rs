@@ -174,12 +174,7 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     let server =
         ServerConfig { as2_keys: vec![keys.clone()], as2_receiver_ids: vec!["BUYERCO".into()], ..secured() };
     let h = Harness::with_server(backend, server).await;
-    register(
-        &h,
-        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME AS2"],
-            "as2_certificates": [partner.certificate_pem()], "as2_security": "signed-encrypted"}),
-    )
-    .await;
+    register_acme(&h, &partner).await;
     let receipt_asked = [
         ("disposition-notification-to", "edi@acme.example"),
         ("disposition-notification-options", RECEIPT_OPTIONS),
@@ -358,12 +353,7 @@ async fn appended_ciphertext_blocks_teach_nothing(backend: Backend) {
     let keys = station.write();
     let server = ServerConfig { as2_keys: vec![keys.clone()], ..secured() };
     let h = Harness::with_server(backend, server).await;
-    register(
-        &h,
-        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME AS2"],
-            "as2_certificates": [partner.certificate_pem()], "as2_security": "signed-encrypted"}),
-    )
-    .await;
+    register_acme(&h, &partner).await;
     let asked = [("disposition-notification-to", "edi@acme.example"), ("message-id", "<oracle@acme>")];
     let smime = "application/pkcs7-mime; smime-type=enveloped-data";
     let (_, entity) = signed(&edi_entity(621), &partner);
@@ -396,6 +386,16 @@ async fn appended_ciphertext_blocks_teach_nothing(backend: Backend) {
     assert_eq!(invoices(&h).await, 2);
     let _ = std::fs::remove_file(keys);
     h.finish().await;
+}
+
+/// ACME, known by its AS2 name and signing certificate, which must sign and encrypt.
+async fn register_acme(h: &Harness, partner: &Pair) {
+    register(
+        h,
+        json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "as2_ids": ["ACME AS2"],
+            "as2_certificates": [partner.certificate_pem()], "as2_security": "signed-encrypted"}),
+    )
+    .await;
 }
 
 /// Invoices booked, read with the admin token.

@@ -33,6 +33,12 @@ fn unproven_head(length: usize) -> String {
     )
 }
 
+/// The refusals counted under `condition`, once they reach `expected` (written in the background).
+async fn refusals_settled(h: &Harness, condition: &str, expected: i64) -> i64 {
+    let sql = format!("SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE {condition}");
+    common::eventually(async || common::count(&h.db.url, &sql).await, |&n| n == expected).await
+}
+
 /// Reads what the server answered on `stream` until it closes or `wait` passes.
 async fn answer(stream: &mut TcpStream, wait: Duration) -> String {
     let mut answer = Vec::new();
@@ -82,17 +88,7 @@ async fn a_dribbling_body_is_cut_off_and_counted(backend: Backend) {
     assert!(answered.starts_with("HTTP/1.1 408"), "{answered}");
     assert!(answered.contains("/problems/request-timeout"), "{answered}");
     assert!(answered.to_ascii_lowercase().contains("connection: close"), "{answered}");
-    let refused = common::eventually(
-        async || {
-            common::count(
-                &h.db.url,
-                "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE outcome = 'timeout' AND status = 408",
-            )
-            .await
-        },
-        |&n| n == 1,
-    )
-    .await;
+    let refused = refusals_settled(&h, "outcome = 'timeout' AND status = 408", 1).await;
     assert_eq!(refused, 1, "the timeout is a refusal of its address");
     h.finish().await;
 }
@@ -156,17 +152,7 @@ async fn operator_token_guesses_are_throttled(backend: Backend) {
     let sign_in =
         Reply::send(h.app.client.post(h.app.url("/console/sign-in")).form(&[("token", "guess")])).await;
     assert_eq!(sign_in.status, 429, "{}", sign_in.text);
-    let counted = common::eventually(
-        async || {
-            common::count(
-                &h.db.url,
-                "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM refusals WHERE outcome = 'bad-admin-token'",
-            )
-            .await
-        },
-        |&n| n == 5,
-    )
-    .await;
+    let counted = refusals_settled(&h, "outcome = 'bad-admin-token'", 5).await;
     assert_eq!(counted, 5);
     h.finish().await;
 }

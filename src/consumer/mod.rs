@@ -17,7 +17,7 @@ use chrono::Utc;
 use crate::config::ConsumeConfig;
 use crate::inbox::transport::Transport;
 use crate::ingest::{self, Inbound, Ingest, Ingested, PartnerOf};
-use crate::store::AttemptFacts;
+use crate::store::{AttemptFacts, StoreError};
 
 /// One message taken from a queue.
 pub struct QueuedMessage {
@@ -48,7 +48,8 @@ fn settlement(result: &Result<Ingested, ingest::Error>) -> Settlement {
             | ingest::Error::Forbidden(_)
             | ingest::Error::WrongState(_)
             | ingest::Error::TooLarge(_)
-            | ingest::Error::TooLargeToRecord { .. },
+            | ingest::Error::TooLargeToRecord { .. }
+            | ingest::Error::Store(StoreError::Refused(_)),
         ) => Settlement::DeadLetter,
         Err(ingest::Error::Store(_) | ingest::Error::Internal | ingest::Error::Busy { .. }) => {
             Settlement::Retry
@@ -175,7 +176,6 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoreError;
 
     #[test]
     fn a_queue_retries_only_what_may_succeed_later() {
@@ -192,6 +192,10 @@ mod tests {
             (Err(ingest::Error::Busy { needed: 2, budget: 1 }), Settlement::Retry),
             (Err(ingest::Error::Store(unavailable())), Settlement::Retry),
             (Err(ingest::Error::Store(StoreError::Corrupt("x".into()))), Settlement::Retry),
+            (
+                Err(ingest::Error::Store(StoreError::Refused(sqlx::Error::Protocol("22021".into())))),
+                Settlement::DeadLetter,
+            ),
             (Err(ingest::Error::Internal), Settlement::Retry),
         ] {
             assert_eq!(settlement(&result), expected, "{result:?}");

@@ -115,6 +115,7 @@ impl ApiError {
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            ApiError::Store(StoreError::Refused(_)) => StatusCode::BAD_REQUEST,
             ApiError::Store(_) | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -149,6 +150,7 @@ impl ApiError {
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 ("unavailable", "Service unavailable")
             }
+            ApiError::Store(StoreError::Refused(_)) => ("invalid-request", "Invalid request"),
             ApiError::Store(_) | ApiError::Internal => ("internal-error", "Internal error"),
         };
         let detail = match self {
@@ -163,6 +165,9 @@ impl ApiError {
             ),
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 "the interchange was not recorded; retry later".to_owned()
+            }
+            ApiError::Store(StoreError::Refused(_)) => {
+                "the database refused a value of this request; nothing was recorded, and a retry cannot succeed".to_owned()
             }
             ApiError::RateLimited(wait) => {
                 format!("too many requests; nothing was recorded, retry in {} s", retry_after(*wait))
@@ -214,6 +219,7 @@ impl ApiError {
             | ApiError::AlreadyExists(_)
             | ApiError::WrongState(_) => "bad-request",
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => "unavailable",
+            ApiError::Store(StoreError::Refused(_)) => "bad-request",
             ApiError::Store(_) | ApiError::Internal => "error",
         }
     }
@@ -293,6 +299,7 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
         ingest::Error::TooLarge(_) | ingest::Error::TooLargeToRecord { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         ingest::Error::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
         ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        ingest::Error::Store(StoreError::Refused(_)) => StatusCode::BAD_REQUEST,
         ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -326,6 +333,7 @@ mod tests {
             ingest::Error::TooLarge(10),
             ingest::Error::Store(unavailable()),
             ingest::Error::Store(StoreError::Corrupt("x".into())),
+            ingest::Error::Store(StoreError::Refused(sqlx::Error::Protocol("22021".into()))),
             ingest::Error::Internal,
         ];
         for error in errors {

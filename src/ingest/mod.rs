@@ -130,6 +130,7 @@ impl Error {
             Error::TooLarge(_) | Error::TooLargeToRecord { .. } => "too-large",
             Error::Busy { .. } => "rate-limited",
             Error::Store(StoreError::Unavailable(_)) => "unavailable",
+            Error::Store(StoreError::Refused(_)) => "bad-request",
             Error::Store(_) | Error::Internal => "error",
         }
     }

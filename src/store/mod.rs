@@ -153,6 +153,10 @@ pub enum StoreError {
     Unavailable(#[source] sqlx::Error),
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
+    /// PostgreSQL refused a value of the request itself (SQLSTATE class 22, a data exception such
+    /// as a NUL in text): retrying the same request can never succeed.
+    #[error("the database refused a value: {0}")]
+    Refused(#[source] sqlx::Error),
     #[error("stored data is not readable: {0}")]
     Corrupt(String),
     #[error("database migration failed: {0}")]
@@ -163,8 +167,19 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> StoreError {
-        if is_transient(&error) { StoreError::Unavailable(error) } else { StoreError::Database(error) }
+        if is_transient(&error) {
+            StoreError::Unavailable(error)
+        } else if is_data_exception(&error) {
+            StoreError::Refused(error)
+        } else {
+            StoreError::Database(error)
+        }
     }
+}
+
+/// PostgreSQL's data exceptions (SQLSTATE class 22): the value, not the moment, is wrong.
+fn is_data_exception(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.len() == 5 && code.starts_with("22")))
 }
 
 /// Errors a retry may cure: no connection, connection lost, server shutting down or overloaded,

@@ -106,7 +106,8 @@ impl utoipa::Modify for Security {
 }
 
 /// Declares the 401 of every operation that `guarded` (the admin-token guard in partners mode) says
-/// may answer it, so that the document cannot drift from the guard.
+/// may answer it, and its 429 (an address that presented too many wrong tokens lately is refused
+/// before its token is compared), so that the document cannot drift from the guard.
 pub fn declare_unauthorized(
     doc: &mut utoipa::openapi::OpenApi,
     guarded: impl Fn(&axum::http::Method, &str) -> bool,
@@ -123,6 +124,7 @@ pub fn declare_unauthorized(
         for (method, operation) in operations {
             if let Some(operation) = operation.as_mut().filter(|_| guarded(&method, path)) {
                 operation.responses.responses.entry("401".into()).or_insert_with(unauthorized);
+                operation.responses.responses.entry("429".into()).or_insert_with(guessing);
             }
         }
     }
@@ -131,6 +133,14 @@ pub fn declare_unauthorized(
 /// The 401 of a guarded route: an `unauthorized` problem.
 fn unauthorized() -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
     problem("`unauthorized`: the admin token is missing or wrong (partners mode)")
+}
+
+/// The 429 of a guarded route: a `rate-limited` problem, with `Retry-After`.
+fn guessing() -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    problem(
+        "`rate-limited`: this address presented too many wrong tokens lately (they count with its refusals, \
+         `EDI_INBOX_REFUSALS_PER_MINUTE`); no token is compared until `Retry-After` seconds have passed",
+    )
 }
 
 /// Declares the refusals the extractors (`extract::Id`, `extract::Params`) answer before a handler

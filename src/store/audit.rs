@@ -12,7 +12,8 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use uuid::Uuid;
 
-use super::rows::{AuditRow, insert_chunked, insert_deliveries};
+use super::rows::{AuditRow, insert_chunked, insert_rows};
+use super::tables::DeliveryRow;
 use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
 use crate::inbox::transport::Transport;
@@ -297,7 +298,7 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
     on_db!(db, pool => {
         let mut tx = pool.begin().await?;
         let reused = reused_transport_ids!(&mut *tx, &keyed);
-        let rows: Vec<AuditRow> = pending.attempts.iter().zip(reused).map(|(a, reused)| AuditRow {
+        let rows: Vec<DeliveryRow> = pending.attempts.iter().zip(reused).map(|(a, reused)| AuditRow {
             id: Uuid::now_v7(),
             inbox_id: a.inbox_id,
             key: &a.key,
@@ -306,8 +307,8 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
             facts: &a.facts,
             at: a.at,
             transport_reused: reused,
-        }).collect();
-        insert_deliveries!(&mut *tx, &rows).await?;
+        }.row()).collect();
+        insert_rows(&mut *tx, &rows, "").await?;
         insert_chunked(
             &mut *tx,
             "INSERT INTO refusals (minute, remote_addr, partner_id, outcome, status, attempts, user_agent, request_id) ",

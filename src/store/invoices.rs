@@ -7,6 +7,7 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
+use super::tables::{InvoiceRow, LineRow};
 use super::{Store, StoreError};
 use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
 use crate::inbox::Delivery;
@@ -62,7 +63,7 @@ impl Store {
             ),
         ]);
         let sql = format!(
-            "SELECT i.id, i.inbox_id, i.document_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
+            "SELECT i.id, i.inbox_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
             i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
@@ -97,13 +98,11 @@ impl Store {
     }
 }
 
-/// An `invoices` row as written and read: dates and decimals as text, which PostgreSQL casts and
-/// SQLite keeps.
+/// An `invoices` row as read: dates and decimals as text.
 #[derive(sqlx::FromRow)]
-pub(super) struct InvoiceRow {
+pub(super) struct StoredInvoice {
     pub(super) id: Uuid,
     pub(super) inbox_id: Uuid,
-    pub(super) document_id: Uuid,
     pub(super) number: String,
     pub(super) issue_date: String,
     pub(super) purchase_order: Option<String>,
@@ -120,18 +119,6 @@ pub(super) struct InvoiceRow {
     pub(super) allowances_charges: String,
 }
 
-/// An `invoice_lines` row as written.
-pub(super) struct LineRow {
-    pub(super) invoice_id: Uuid,
-    pub(super) line_number: i32,
-    pub(super) quantity: String,
-    pub(super) unit: Option<String>,
-    pub(super) unit_price: Option<String>,
-    pub(super) product_id: Option<String>,
-    pub(super) description: Option<String>,
-    pub(super) amount: String,
-}
-
 fn decimal(text: &str) -> Result<Decimal, StoreError> {
     Decimal::from_str(text).map_err(|e| StoreError::Corrupt(format!("decimal {text:?}: {e}")))
 }
@@ -140,7 +127,7 @@ fn party(name: Option<String>, qualifier: Option<String>, id: Option<String>) ->
     (name.is_some() || qualifier.is_some() || id.is_some()).then_some(Party { name, qualifier, id })
 }
 
-impl InvoiceRow {
+impl StoredInvoice {
     fn into_resource(self, lines: Vec<InvoiceLine>) -> Result<InvoiceResource, StoreError> {
         let allowances_charges: Vec<AllowanceCharge> = serde_json::from_str(&self.allowances_charges)
             .map_err(|e| StoreError::Corrupt(format!("allowances_charges: {e}")))?;
@@ -171,7 +158,7 @@ impl InvoiceRow {
 #[derive(sqlx::FromRow)]
 struct InvoiceLineRow {
     #[sqlx(flatten)]
-    invoice: InvoiceRow,
+    invoice: StoredInvoice,
     #[sqlx(flatten)]
     line: JoinedLine,
     #[sqlx(flatten)]
@@ -229,10 +216,10 @@ impl JoinedLine {
 }
 
 /// The invoice and line rows a delivery writes.
-pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>) {
-    let field = |party: &Option<Party>, get: fn(&Party) -> &Option<String>| {
-        party.as_ref().and_then(|p| get(p).clone())
-    };
+pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<LineRow<'_>>) {
+    fn field(party: &Option<Party>, get: fn(&Party) -> &Option<String>) -> Option<&str> {
+        party.as_ref().and_then(|p| get(p).as_deref())
+    }
     let mut invoices = Vec::new();
     let mut lines = Vec::new();
     for (document, id, invoice) in delivery.invoices() {
@@ -240,10 +227,10 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>
             id,
             inbox_id: delivery.id,
             document_id: document.id,
-            number: invoice.number.clone(),
+            number: &invoice.number,
             issue_date: invoice.issue_date.to_string(),
-            purchase_order: invoice.purchase_order.clone(),
-            currency: invoice.currency.clone(),
+            purchase_order: invoice.purchase_order.as_deref(),
+            currency: &invoice.currency,
             total: invoice.total.to_string(),
             tax_total: invoice.tax_total.map(|d| d.to_string()),
             tax_rate: invoice.tax_rate.map(|d| d.to_string()),
@@ -260,10 +247,10 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow>, Vec<LineRow>
             invoice_id: id,
             line_number: i32::try_from(line.number).unwrap_or(i32::MAX),
             quantity: line.quantity.to_string(),
-            unit: line.unit.clone(),
+            unit: line.unit.as_deref(),
             unit_price: line.unit_price.map(|d| d.to_string()),
-            product_id: line.product_id.clone(),
-            description: line.description.clone(),
+            product_id: line.product_id.as_deref(),
+            description: line.description.as_deref(),
             amount: line.amount.to_string(),
         }));
     }

@@ -43,28 +43,6 @@ macro_rules! on_pool {
     };
 }
 
-/// Binds `$1`–`$15`, the `inbox` row of a delivery, on either engine's query.
-macro_rules! bind_inbox_row {
-    ($query:expr, $d:expr) => {
-        $query
-            .bind($d.id)
-            .bind(&$d.key.source)
-            .bind(&$d.key.message_id)
-            .bind($d.envelope.standard.as_str())
-            .bind(&$d.envelope.sender.qualifier)
-            .bind(&$d.envelope.sender.id)
-            .bind(&$d.envelope.receiver.qualifier)
-            .bind(&$d.envelope.receiver.id)
-            .bind(&$d.envelope.control_number)
-            .bind(&$d.fingerprint)
-            .bind($d.payload.as_ref())
-            .bind(&$d.content_type)
-            .bind($d.status.as_str())
-            .bind(&$d.response)
-            .bind($d.received_at)
-    };
-}
-
 mod audit;
 mod batch;
 mod console;
@@ -80,6 +58,7 @@ mod replays;
 mod rows;
 mod sns;
 mod sqlite;
+mod tables;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! Multi-row INSERTs on either engine: rows go in chunks that stay far below the engines'
-//! bound-parameter limits (SQLite's is 32,766), and the `deliveries` row the audit trail writes for
-//! every attempt, first deliveries included, is bound in one place.
+//! bound-parameter limits (SQLite's is 32,766). And the rows a delivery writes, built from it in
+//! one place for both engines: its `inbox` row, documents, acknowledgement, outbox messages, and
+//! the `deliveries` row the audit trail writes for every attempt, first deliveries included.
+
+use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
 use sqlx::database::HasStatementCache;
@@ -9,6 +12,11 @@ use sqlx::{Connection, Database, Executor, IntoArguments, QueryBuilder};
 use uuid::Uuid;
 
 use super::audit::AttemptFacts;
+use super::position;
+use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, Table};
+use crate::edi::ack;
+use crate::inbox::Delivery;
+use crate::inbox::outbox::{self, AccountingStatus};
 use crate::inbox::resource::IdempotencyKey;
 
 /// Rows per INSERT: 17 columns × 500 stays far below the limit. Their text varies with the row
@@ -54,39 +62,99 @@ pub(super) struct AuditRow<'a> {
     pub transport_reused: bool,
 }
 
-/// The `deliveries` INSERT that [`insert_deliveries!`] completes.
-pub(super) const INSERT_DELIVERIES: &str = "INSERT INTO deliveries (id, inbox_id, partner_id, source, message_id,
-    outcome, status, request_id, remote_addr, user_agent, content_type, body_bytes, received_at, door, transport_id,
-    transport, transport_reused) ";
-
-/// Inserts `$rows` ([`AuditRow`]s) into `deliveries` on `$conn`, a connection of either engine.
-macro_rules! insert_deliveries {
-    ($conn:expr, $rows:expr) => {
-        $crate::store::rows::insert_chunked(
-            $conn,
-            $crate::store::rows::INSERT_DELIVERIES,
-            $rows,
-            |mut row, r: &$crate::store::rows::AuditRow<'_>| {
-                row.push_bind(r.id)
-                    .push_bind(r.inbox_id)
-                    .push_bind(&r.facts.partner_id)
-                    .push_bind(&r.key.source)
-                    .push_bind(&r.key.message_id)
-                    .push_bind(r.outcome)
-                    .push_bind(i32::from(r.status))
-                    .push_bind(&r.facts.request_id)
-                    .push_bind(&r.facts.remote_addr)
-                    .push_bind(&r.facts.user_agent)
-                    .push_bind(&r.facts.content_type)
-                    .push_bind(r.facts.body_bytes)
-                    .push_bind(r.at)
-                    .push_bind(r.facts.transport.door.as_str())
-                    .push_bind(&r.facts.transport.id)
-                    .push_bind(r.facts.transport.meta_json())
-                    .push_bind(r.transport_reused);
-            },
-            "",
-        )
-    };
+impl<'a> AuditRow<'a> {
+    /// The `deliveries` row it is written as.
+    pub(super) fn row(self) -> DeliveryRow<'a> {
+        let (facts, key) = (self.facts, self.key);
+        DeliveryRow {
+            id: self.id,
+            inbox_id: self.inbox_id,
+            partner_id: facts.partner_id.as_deref(),
+            source: &key.source,
+            message_id: &key.message_id,
+            outcome: self.outcome,
+            status: i32::from(self.status),
+            request_id: facts.request_id.as_deref(),
+            remote_addr: facts.remote_addr.as_deref(),
+            user_agent: facts.user_agent.as_deref(),
+            content_type: facts.content_type.as_deref(),
+            body_bytes: facts.body_bytes,
+            received_at: self.at,
+            door: facts.transport.door.as_str(),
+            transport_id: facts.transport.id.as_deref(),
+            transport: facts.transport.meta_json(),
+            transport_reused: self.transport_reused,
+        }
+    }
 }
-pub(super) use insert_deliveries;
+
+/// Inserts `rows` into their table ([`Table`]: its name and columns, each row binding itself), on
+/// a connection of either engine, with `tail` after the values, [`CHUNK_ROWS`] at a time.
+pub(super) async fn insert_rows<C, T>(conn: &mut C, rows: &[T], tail: &str) -> Result<(), sqlx::Error>
+where
+    C: Connection,
+    C::Database: HasStatementCache,
+    <C::Database as Database>::Arguments: IntoArguments<C::Database>,
+    for<'c> &'c mut C: Executor<'c, Database = C::Database>,
+    T: Table + Bind<C::Database>,
+{
+    let insert = format!("INSERT INTO {} ({}) ", T::NAME, tables::names(T::COLUMNS));
+    insert_chunked(conn, &insert, rows, |row, r| r.push(row), tail).await
+}
+
+/// The `inbox` row of a delivery.
+pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
+    InboxRow {
+        id: d.id,
+        source: &d.key.source,
+        message_id: &d.key.message_id,
+        standard: d.envelope.standard.as_str(),
+        sender_qualifier: &d.envelope.sender.qualifier,
+        sender_id: &d.envelope.sender.id,
+        receiver_qualifier: &d.envelope.receiver.qualifier,
+        receiver_id: &d.envelope.receiver.id,
+        control_number: &d.envelope.control_number,
+        payload_sha256: &d.fingerprint,
+        payload: d.payload.as_ref(),
+        content_type: d.content_type.as_deref(),
+        status: d.status.as_str(),
+        response_body: &d.response,
+        received_at: d.received_at,
+        processed_at: d.received_at,
+    }
+}
+
+/// The `documents` rows of a delivery.
+pub(super) fn document_rows(d: &Delivery) -> impl Iterator<Item = DocumentRow<'_>> {
+    d.documents.iter().map(|stored| DocumentRow {
+        id: stored.id,
+        inbox_id: d.id,
+        position: position(stored.document.position),
+        doc_type: &stored.document.kind,
+        control_number: &stored.document.control_number,
+    })
+}
+
+/// The `acks` row of a delivery numbered `control_number`; 0: numbered by the statement that
+/// writes it, the body keeping its placeholder.
+pub(super) fn ack_row(d: &Delivery, control_number: i64) -> AckRow<'_> {
+    let body = match control_number {
+        0 => Cow::Borrowed(d.ack.as_str()),
+        number => Cow::Owned(ack::with_control_number(&d.ack, number)),
+    };
+    AckRow { inbox_id: d.id, control_number, body, created_at: d.received_at }
+}
+
+/// The `outbox` rows of a delivery: each invoice to hand to the accounting API, due now.
+pub(super) fn outbox_rows(d: &Delivery) -> impl Iterator<Item = OutboxRow<'_>> {
+    d.outbox.iter().map(|m| OutboxRow {
+        id: m.id,
+        invoice_id: m.invoice_id,
+        destination: outbox::ACCOUNTING_API,
+        idempotency_key: &m.idempotency_key,
+        payload: &m.payload,
+        status: AccountingStatus::Pending.as_str(),
+        next_attempt_at: d.received_at,
+        created_at: d.received_at,
+    })
+}

@@ -5,7 +5,7 @@
 //! The queue is FIFO, so waiting is fair. Readers use the rest of the pool concurrently (WAL).
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, QueryBuilder, SqliteConnection, SqlitePool};
@@ -17,11 +17,10 @@ use uuid::Uuid;
 
 use super::batch::{self, Job};
 use super::invoices::effect_rows;
-use super::rows::{AuditRow, CHUNK_ROWS, insert_chunked, insert_deliveries};
-use super::{StoreError, StoreOptions, audit, position};
-use crate::edi::ack;
-use crate::inbox::outbox::{self, AccountingStatus, OutboxMessage};
-use crate::inbox::{Claim, Delivery, Next, Outcome, StoredDocument, decide};
+use super::rows::{self, CHUNK_ROWS, insert_rows};
+use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, Table};
+use super::{StoreError, StoreOptions, audit};
+use crate::inbox::{Claim, Next, Outcome, decide};
 
 /// The pool (for reads) and the queue of the writer task.
 #[derive(Clone)]
@@ -118,12 +117,25 @@ const READ: &str =
     "SELECT id, false AS fresh, status, payload_sha256, response_body, NULL AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
 
-const REPLACE_REJECTED: &str =
-    "UPDATE inbox SET id = $1, standard = $4, sender_qualifier = $5, sender_id = $6,
-        receiver_qualifier = $7, receiver_id = $8, control_number = $9, payload_sha256 = $10, payload = $11,
-        content_type = $12, status = $13, response_body = $14, received_at = $15, processed_at = $15,
-        payload_purged_at = NULL
-    WHERE source = $2 AND message_id = $3 AND status = 'rejected' AND payload_sha256 = $16";
+/// The INSERT of `inbox` rows.
+static INSERT_INBOX: LazyLock<String> =
+    LazyLock::new(|| format!("INSERT INTO inbox ({}) ", tables::names(InboxRow::COLUMNS)));
+
+/// After [`INSERT_INBOX`] of one delivery: overwrites the rejected attempt holding its key if it
+/// still holds the previous fingerprint (bound after): every column but the key, the purge mark
+/// cleared.
+static REPLACE_REJECTED: LazyLock<String> = LazyLock::new(|| {
+    let assignments: Vec<String> = InboxRow::COLUMNS
+        .iter()
+        .filter(|c| !matches!(c.name, "source" | "message_id"))
+        .map(|c| format!("{0} = excluded.{0}", c.name))
+        .collect();
+    format!(
+        " ON CONFLICT (source, message_id) DO UPDATE SET {}, payload_purged_at = NULL
+        WHERE inbox.status = 'rejected' AND inbox.payload_sha256 = ",
+        assignments.join(", ")
+    )
+});
 
 /// Records the jobs in the open transaction (the write lock is held: nobody else claims or replaces
 /// meanwhile), with a handful of statements whatever their number: one multi-row claim, a read for
@@ -133,35 +145,13 @@ const REPLACE_REJECTED: &str =
 async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Outcome>, StoreError> {
     let mut claimed = HashSet::new();
     for chunk in jobs.chunks(CHUNK_ROWS) {
-        let ids: Vec<Uuid> = QueryBuilder::new(
-            "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier,
-                receiver_id, control_number, payload_sha256, payload, content_type, status, response_body,
-                received_at, processed_at) ",
-        )
-        .push_values(chunk, |mut row, job| {
-            let d = &job.delivery;
-            row.push_bind(d.id)
-                .push_bind(&d.key.source)
-                .push_bind(&d.key.message_id)
-                .push_bind(d.envelope.standard.as_str())
-                .push_bind(&d.envelope.sender.qualifier)
-                .push_bind(&d.envelope.sender.id)
-                .push_bind(&d.envelope.receiver.qualifier)
-                .push_bind(&d.envelope.receiver.id)
-                .push_bind(&d.envelope.control_number)
-                .push_bind(&d.fingerprint)
-                .push_bind(d.payload.as_ref())
-                .push_bind(&d.content_type)
-                .push_bind(d.status.as_str())
-                .push_bind(&d.response)
-                .push_bind(d.received_at)
-                .push_bind(d.received_at);
-        })
-        .push(" ON CONFLICT (source, message_id) DO NOTHING RETURNING id")
-        .build_query_scalar()
-        .persistent(false)
-        .fetch_all(&mut *tx)
-        .await?;
+        let ids: Vec<Uuid> = QueryBuilder::new(INSERT_INBOX.as_str())
+            .push_values(chunk, |row, job| rows::inbox_row(&job.delivery).push(row))
+            .push(" ON CONFLICT (source, message_id) DO NOTHING RETURNING id")
+            .build_query_scalar()
+            .persistent(false)
+            .fetch_all(&mut *tx)
+            .await?;
         claimed.extend(ids);
     }
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(jobs.len());
@@ -178,8 +168,11 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
         match decide(holder, d) {
             Next::Done(outcome) => outcomes.push(Some(outcome)),
             Next::ReplaceRejected { previous_fingerprint } => {
-                bind_inbox_row!(sqlx::query(REPLACE_REJECTED), d)
-                    .bind(previous_fingerprint)
+                QueryBuilder::new(INSERT_INBOX.as_str())
+                    .push_values([d], |row, d| rows::inbox_row(d).push(row))
+                    .push(REPLACE_REJECTED.as_str())
+                    .push_bind(previous_fingerprint)
+                    .build()
                     .execute(&mut *tx)
                     .await?;
                 fresh.push(job);
@@ -219,112 +212,26 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     let numbers: Vec<i64> =
         (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
     let conn = &mut *tx;
-    let documents: Vec<(&Delivery, &StoredDocument)> =
-        fresh.iter().flat_map(|job| job.delivery.documents.iter().map(|doc| (&*job.delivery, doc))).collect();
-    insert_chunked(
-        conn,
-        "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) ",
-        &documents,
-        |mut row, (d, stored)| {
-            row.push_bind(stored.id)
-                .push_bind(d.id)
-                .push_bind(position(stored.document.position))
-                .push_bind(&stored.document.kind)
-                .push_bind(&stored.document.control_number);
-        },
-        "",
-    )
-    .await?;
+    let documents: Vec<DocumentRow> =
+        fresh.iter().flat_map(|job| rows::document_rows(&job.delivery)).collect();
+    insert_rows(conn, &documents, "").await?;
     let (mut invoices, mut lines) = (Vec::new(), Vec::new());
     for job in fresh {
         let (more_invoices, more_lines) = effect_rows(&job.delivery);
         invoices.extend(more_invoices);
         lines.extend(more_lines);
     }
-    insert_chunked(
-        conn,
-        "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency, total,
-            tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name, buyer_qualifier,
-            buyer_id, allowances_charges) ",
-        &invoices,
-        |mut row, i| {
-            row.push_bind(i.id)
-                .push_bind(i.inbox_id)
-                .push_bind(i.document_id)
-                .push_bind(&i.number)
-                .push_bind(&i.issue_date)
-                .push_bind(&i.purchase_order)
-                .push_bind(&i.currency)
-                .push_bind(&i.total)
-                .push_bind(&i.tax_total)
-                .push_bind(&i.tax_rate)
-                .push_bind(&i.seller_name)
-                .push_bind(&i.seller_qualifier)
-                .push_bind(&i.seller_id)
-                .push_bind(&i.buyer_name)
-                .push_bind(&i.buyer_qualifier)
-                .push_bind(&i.buyer_id)
-                .push_bind(&i.allowances_charges);
-        },
-        "",
-    )
-    .await?;
-    insert_chunked(
-        conn,
-        "INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id, description,
-            amount) ",
-        &lines,
-        |mut row, l| {
-            row.push_bind(l.invoice_id)
-                .push_bind(l.line_number)
-                .push_bind(&l.quantity)
-                .push_bind(&l.unit)
-                .push_bind(&l.unit_price)
-                .push_bind(&l.product_id)
-                .push_bind(&l.description)
-                .push_bind(&l.amount);
-        },
-        "",
-    )
-    .await?;
-    let numbered: Vec<(&Job, i64)> = fresh.iter().copied().zip(numbers.iter().copied()).collect();
-    insert_chunked(
-        conn,
-        "INSERT INTO acks (inbox_id, control_number, body, created_at) ",
-        &numbered,
-        |mut row, (job, number)| {
-            row.push_bind(job.delivery.id)
-                .push_bind(*number)
-                .push_bind(ack::with_control_number(&job.delivery.ack, *number))
-                .push_bind(job.delivery.received_at);
-        },
-        "",
-    )
-    .await?;
+    insert_rows(conn, &invoices, "").await?;
+    insert_rows(conn, &lines, "").await?;
+    let acks: Vec<AckRow> =
+        fresh.iter().zip(&numbers).map(|(job, &number)| rows::ack_row(&job.delivery, number)).collect();
+    insert_rows(conn, &acks, "").await?;
     let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, &job.delivery.key)).collect();
     let reused = audit::reused_transport_ids!(&mut *conn, &keyed);
-    let audited: Vec<AuditRow> =
-        fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused)).collect();
-    insert_deliveries!(conn, &audited).await?;
-    let outbox: Vec<(&Delivery, &OutboxMessage)> =
-        fresh.iter().flat_map(|job| job.delivery.outbox.iter().map(|m| (&*job.delivery, m))).collect();
-    insert_chunked(
-        conn,
-        "INSERT INTO outbox (id, invoice_id, destination, idempotency_key, payload, status, next_attempt_at,
-            created_at) ",
-        &outbox,
-        |mut row, (d, m)| {
-            row.push_bind(m.id)
-                .push_bind(m.invoice_id)
-                .push_bind(outbox::ACCOUNTING_API)
-                .push_bind(&m.idempotency_key)
-                .push_bind(&m.payload)
-                .push_bind(AccountingStatus::Pending.as_str())
-                .push_bind(d.received_at)
-                .push_bind(d.received_at);
-        },
-        "",
-    )
-    .await?;
+    let audited: Vec<DeliveryRow> =
+        fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused).row()).collect();
+    insert_rows(conn, &audited, "").await?;
+    let outbox: Vec<OutboxRow> = fresh.iter().flat_map(|job| rows::outbox_rows(&job.delivery)).collect();
+    insert_rows(conn, &outbox, "").await?;
     Ok(numbers)
 }

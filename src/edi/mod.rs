@@ -48,6 +48,15 @@ impl Standard {
     }
 }
 
+/// A stored row's `standard`, read once into the enum.
+impl TryFrom<String> for Standard {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Standard, String> {
+        Standard::parse(&text).ok_or_else(|| format!("{text:?} is not a standard"))
+    }
+}
+
 /// An interchange party as named in the envelope: qualifier (may be empty in EDIFACT) and id, unpadded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PartyId {

@@ -19,7 +19,7 @@ use super::limits::UnprovenSlot;
 use super::problem::{self, ApiError, PROBLEM_JSON, Problem};
 use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, as2, auth, doors, non_empty, page_limit};
-use crate::edi::{PartyId, Standard, ack};
+use crate::edi::{PartyId, ack};
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
 use crate::inbox::transport::{Door, Transport};
@@ -489,8 +489,7 @@ pub async fn get_interchange(
 pub async fn get_ack(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, ApiError> {
     let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     let ack = ctx.store.ack(id).await?.ok_or(ApiError::NotFound)?;
-    let standard = Standard::parse(&row.standard).ok_or(ApiError::Internal)?;
-    Ok(([(header::CONTENT_TYPE, ack_media_type(standard))], ack).into_response())
+    Ok(([(header::CONTENT_TYPE, ack_media_type(row.standard))], ack).into_response())
 }
 
 /// List the delivery attempts of an interchange.
@@ -521,7 +520,7 @@ fn rejected_resource(row: StoredInterchange) -> Result<InterchangeResource, ApiE
     Ok(InterchangeResource {
         id: row.id,
         status: Status::Rejected,
-        standard: Standard::parse(&row.standard).ok_or(ApiError::Internal)?,
+        standard: row.standard,
         sender: PartyId { qualifier: row.sender_qualifier, id: row.sender_id },
         receiver: PartyId { qualifier: row.receiver_qualifier, id: row.receiver_id },
         control_number: row.control_number,

@@ -205,7 +205,8 @@ pub struct StoredInterchange {
     pub id: Uuid,
     #[sqlx(try_from = "String")]
     pub status: Status,
-    pub standard: String,
+    #[sqlx(try_from = "String")]
+    pub standard: Standard,
     pub sender_qualifier: String,
     pub sender_id: String,
     pub receiver_qualifier: String,

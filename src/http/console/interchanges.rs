@@ -172,7 +172,7 @@ pub async fn detail(
         table {
             tbody {
                 tr { th { "Status" } td class={ "status-" (row.status.as_str()) } { (row.status.as_str()) } }
-                tr { th { "Standard" } td { (row.standard) } }
+                tr { th { "Standard" } td { (row.standard.as_str()) } }
                 tr { th { "Sender" } td.mono { (row.sender_qualifier) ":" (row.sender_id) } }
                 tr { th { "Receiver" } td.mono { (row.receiver_qualifier) ":" (row.receiver_id) } }
                 tr { th { "Control number" } td.mono { (row.control_number) } }

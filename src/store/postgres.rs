@@ -98,10 +98,9 @@ const NUMBERING: Numbering = {
 fn effect<T: Table>(first: usize) -> String {
     let columns = T::COLUMNS;
     format!(
-        "{}_written AS (INSERT INTO {} ({}) SELECT {} FROM {} JOIN claim ON claim.id = x.delivery)",
+        "{}_written AS ({}SELECT {} FROM {} JOIN claim ON claim.id = x.delivery)",
         T::NAME,
-        T::NAME,
-        tables::names(columns),
+        tables::insert::<T>(),
         tables::select(columns, "x"),
         tables::unnest(columns, first, "x")
     )
@@ -172,13 +171,12 @@ fn claim_statement(claim: &str, tail: &str) -> String {
 /// row). A key whose holder committed after this statement's snapshot was taken (a concurrent
 /// duplicate, or an earlier delivery of the same batch) returns no row; [`READ`] fetches it.
 static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    let columns = InboxRow::COLUMNS;
     claim_statement(
         &format!(
-            "INSERT INTO inbox ({}) SELECT {} FROM incoming AS i ORDER BY i.source, i.message_id
+            "{}SELECT {} FROM incoming AS i ORDER BY i.source, i.message_id
             ON CONFLICT (source, message_id) DO NOTHING RETURNING id, status, payload_sha256",
-            tables::names(columns),
-            tables::select(columns, "i"),
+            tables::insert::<InboxRow>(),
+            tables::select(InboxRow::COLUMNS, "i"),
         ),
         "UNION ALL
         SELECT incoming.id, inbox.id, false, inbox.status, inbox.payload_sha256, inbox.response_body,
@@ -196,18 +194,13 @@ const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_
 /// Overwrites a rejected attempt that still holds the previous fingerprint (the last parameter)
 /// with one delivery: every column but the key, and the purge mark cleared.
 static REPLACE_REJECTED: LazyLock<String> = LazyLock::new(|| {
-    let assignments: Vec<String> = InboxRow::COLUMNS
-        .iter()
-        .filter(|c| !matches!(c.name, "source" | "message_id"))
-        .map(|c| format!("{0} = i.{0}", c.name))
-        .collect();
     claim_statement(
         &format!(
             "UPDATE inbox SET {}, payload_purged_at = NULL FROM incoming AS i
             WHERE inbox.source = i.source AND inbox.message_id = i.message_id AND inbox.status = 'rejected'
                 AND inbox.payload_sha256 = ${}
             RETURNING inbox.id, inbox.status, inbox.payload_sha256",
-            assignments.join(", "),
+            tables::inbox_replaced_from("i"),
             NUMBERING.total + 1
         ),
         "",

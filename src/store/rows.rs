@@ -98,8 +98,7 @@ where
     for<'c> &'c mut C: Executor<'c, Database = C::Database>,
     T: Table + Bind<C::Database>,
 {
-    let insert = format!("INSERT INTO {} ({}) ", T::NAME, tables::names(T::COLUMNS));
-    insert_chunked(conn, &insert, rows, |row, r| r.push(row), tail).await
+    insert_chunked(conn, &tables::insert::<T>(), rows, |row, r| r.push(row), tail).await
 }
 
 /// The `inbox` row of a delivery.

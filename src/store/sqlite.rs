@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::batch::{self, Job};
 use super::invoices::effect_rows;
 use super::rows::{self, CHUNK_ROWS, insert_rows};
-use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, Table};
+use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow};
 use super::{StoreError, StoreOptions, audit};
 use crate::inbox::{Claim, Next, Outcome, decide};
 
@@ -118,22 +118,16 @@ const READ: &str =
     FROM inbox WHERE source = $1 AND message_id = $2";
 
 /// The INSERT of `inbox` rows.
-static INSERT_INBOX: LazyLock<String> =
-    LazyLock::new(|| format!("INSERT INTO inbox ({}) ", tables::names(InboxRow::COLUMNS)));
+static INSERT_INBOX: LazyLock<String> = LazyLock::new(tables::insert::<InboxRow>);
 
 /// After [`INSERT_INBOX`] of one delivery: overwrites the rejected attempt holding its key if it
 /// still holds the previous fingerprint (bound after): every column but the key, the purge mark
 /// cleared.
 static REPLACE_REJECTED: LazyLock<String> = LazyLock::new(|| {
-    let assignments: Vec<String> = InboxRow::COLUMNS
-        .iter()
-        .filter(|c| !matches!(c.name, "source" | "message_id"))
-        .map(|c| format!("{0} = excluded.{0}", c.name))
-        .collect();
     format!(
         " ON CONFLICT (source, message_id) DO UPDATE SET {}, payload_purged_at = NULL
         WHERE inbox.status = 'rejected' AND inbox.payload_sha256 = ",
-        assignments.join(", ")
+        tables::inbox_replaced_from("excluded")
     )
 });
 

@@ -73,6 +73,22 @@ pub(super) fn names(columns: &[Column]) -> String {
     columns.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
 }
 
+/// `INSERT INTO table (columns) `: the start of a table's insert.
+pub(super) fn insert<T: Table>() -> String {
+    format!("INSERT INTO {} ({}) ", T::NAME, names(T::COLUMNS))
+}
+
+/// `column = alias.column, …` for every `inbox` column but the key (source, message_id): what
+/// replacing a rejected attempt's row with a corrected resend sets.
+pub(super) fn inbox_replaced_from(alias: &str) -> String {
+    InboxRow::COLUMNS
+        .iter()
+        .filter(|c| !matches!(c.name, "source" | "message_id"))
+        .map(|c| format!("{0} = {alias}.{0}", c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `alias.column::cast, …`: the columns as the table takes them.
 pub(super) fn select(columns: &[Column], alias: &str) -> String {
     columns

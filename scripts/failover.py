@@ -171,14 +171,26 @@ def main():
         for thread in senders.threads:
             thread.start()
         time.sleep(3)
-        receiver = psql(STANDBY_PORT, "SELECT pid FROM pg_stat_wal_receiver")
-        os.kill(int(receiver), signal.SIGSTOP)
+        receiver = int(psql(STANDBY_PORT, "SELECT pid FROM pg_stat_wal_receiver"))
+        os.kill(receiver, signal.SIGSTOP)
+        with senders.lock:
+            before_the_pause = len(senders.acknowledged)
         time.sleep(1.5)
         as_postgres(PG_BIN / "pg_ctl", "-D", primary, "stop", "-m", "immediate")
         lost_primary_at = time.monotonic()
         with senders.lock:
             before = len(senders.acknowledged)
-        os.kill(int(receiver), signal.SIGCONT)
+        # Killed while still stopped: what the primary had sent but the receiver not yet read (kernel
+        # socket buffers hold megabytes) dies with it. Resumed instead, it would read that WAL after the
+        # primary's death, and whether an asynchronous standby lost anything would depend on how much
+        # fitted in those buffers. The standby restarts from the WAL it had written, as after a crash.
+        os.kill(receiver, signal.SIGKILL)
+        for _ in range(600):
+            if subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(STANDBY_PORT)]).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the standby did not come back after its WAL receiver was killed")
         as_postgres(PG_BIN / "pg_ctl", "-D", standby, "-w", "promote")
         promoted_at = time.monotonic()
         time.sleep(4)
@@ -207,6 +219,7 @@ def main():
             "mode": mode,
             "acknowledged": len(acknowledged),
             "acknowledged_before_the_loss": before,
+            "acknowledged_while_the_standby_was_paused": before - before_the_pause,
             "lost": len(lost),
             "duplicated": int(duplicated) + int(keys),
             "resends_not_answered_with_their_id": len(replayed_elsewhere),
@@ -223,6 +236,10 @@ def main():
             failures.append("the service did not carry on on the new primary")
         if mode == "synchronous" and lost:
             failures.append(f"{len(lost)} acknowledged interchanges lost with a synchronous standby: {lost[:10]}")
+        if before_the_pause == 0:
+            failures.append("nothing was acknowledged before the fault")
+        if mode == "asynchronous" and before == before_the_pause:
+            failures.append("nothing was acknowledged while the standby was paused: the asynchronous fault did not happen")
         if mode == "asynchronous" and not lost:
             failures.append("the asynchronous run lost nothing: the fault did not happen as intended")
         if failures:

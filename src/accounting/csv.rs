@@ -52,7 +52,7 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
             Some(invoice.number.clone()),
             Some(invoice.issue_date.to_string()),
             invoice.purchase_order.clone(),
-            Some(invoice.currency.clone()),
+            invoice.currency.clone(),
             Some(invoice.total.to_string()),
             text(invoice.tax_total),
             text(invoice.tax_rate),

@@ -102,8 +102,9 @@ pub struct InvoiceLink {
     pub id: Uuid,
     #[schema(example = "INV-1042")]
     pub number: String,
+    /// Null when the document names none.
     #[schema(example = "USD")]
-    pub currency: String,
+    pub currency: Option<String>,
     /// As an exact decimal string.
     #[schema(example = "10584.00")]
     pub total: String,

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::tables::{InvoiceRow, LineRow};
 use super::{Store, StoreError};
-use crate::edi::invoice::{AllowanceCharge, Invoice, InvoiceLine, Party};
+use crate::edi::invoice::{DocumentKind, Invoice, InvoiceLine, Party, PriceKind};
 use crate::inbox::Delivery;
 use crate::inbox::outbox::{AccountingState, AccountingStatus};
 use crate::inbox::resource::{InvoiceResource, Page};
@@ -67,8 +67,12 @@ impl Store {
             i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
+            i.kind, CAST(i.taxes AS TEXT) AS taxes, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
+            i.payee_name, i.payee_qualifier, i.payee_id, i.ship_to_name, i.ship_to_qualifier, i.ship_to_id, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
-            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, \
+            l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, l.price_kind, \
+            CAST(l.price_basis AS TEXT) AS price_basis, CAST(l.product_ids AS TEXT) AS product_ids, \
+            CAST(l.allowances_charges AS TEXT) AS line_allowances_charges, \
             o.status AS accounting_status, o.reference AS accounting_reference, \
             o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
             FROM (SELECT * FROM invoices \
@@ -106,7 +110,7 @@ pub(super) struct StoredInvoice {
     pub(super) number: String,
     pub(super) issue_date: String,
     pub(super) purchase_order: Option<String>,
-    pub(super) currency: String,
+    pub(super) currency: Option<String>,
     pub(super) total: String,
     pub(super) tax_total: Option<String>,
     pub(super) tax_rate: Option<String>,
@@ -117,10 +121,32 @@ pub(super) struct StoredInvoice {
     pub(super) buyer_qualifier: Option<String>,
     pub(super) buyer_id: Option<String>,
     pub(super) allowances_charges: String,
+    #[sqlx(try_from = "String")]
+    pub(super) kind: DocumentKind,
+    pub(super) taxes: String,
+    pub(super) invoicee_name: Option<String>,
+    pub(super) invoicee_qualifier: Option<String>,
+    pub(super) invoicee_id: Option<String>,
+    pub(super) payee_name: Option<String>,
+    pub(super) payee_qualifier: Option<String>,
+    pub(super) payee_id: Option<String>,
+    pub(super) ship_to_name: Option<String>,
+    pub(super) ship_to_qualifier: Option<String>,
+    pub(super) ship_to_id: Option<String>,
 }
 
 fn decimal(text: &str) -> Result<Decimal, StoreError> {
     Decimal::from_str(text).map_err(|e| StoreError::Corrupt(format!("decimal {text:?}: {e}")))
+}
+
+/// A JSON column's value (`what` names it in the error).
+fn json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// The JSON a column keeps of `value`.
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
 fn party(name: Option<String>, qualifier: Option<String>, id: Option<String>) -> Option<Party> {
@@ -129,13 +155,12 @@ fn party(name: Option<String>, qualifier: Option<String>, id: Option<String>) ->
 
 impl StoredInvoice {
     fn into_resource(self, lines: Vec<InvoiceLine>) -> Result<InvoiceResource, StoreError> {
-        let allowances_charges: Vec<AllowanceCharge> = serde_json::from_str(&self.allowances_charges)
-            .map_err(|e| StoreError::Corrupt(format!("allowances_charges: {e}")))?;
         Ok(InvoiceResource {
             id: self.id,
             interchange_id: self.inbox_id,
             accounting: None,
             invoice: Invoice {
+                kind: self.kind,
                 number: self.number,
                 issue_date: NaiveDate::from_str(&self.issue_date)
                     .map_err(|e| StoreError::Corrupt(format!("issue_date: {e}")))?,
@@ -144,10 +169,14 @@ impl StoredInvoice {
                 total: decimal(&self.total)?,
                 tax_total: self.tax_total.as_deref().map(decimal).transpose()?,
                 tax_rate: self.tax_rate.as_deref().map(decimal).transpose()?,
+                taxes: json(&self.taxes, "taxes")?,
                 seller: party(self.seller_name, self.seller_qualifier, self.seller_id),
                 buyer: party(self.buyer_name, self.buyer_qualifier, self.buyer_id),
+                invoicee: party(self.invoicee_name, self.invoicee_qualifier, self.invoicee_id),
+                payee: party(self.payee_name, self.payee_qualifier, self.payee_id),
+                ship_to: party(self.ship_to_name, self.ship_to_qualifier, self.ship_to_id),
                 lines,
-                allowances_charges,
+                allowances_charges: json(&self.allowances_charges, "allowances_charges")?,
             },
         })
     }
@@ -195,6 +224,22 @@ struct JoinedLine {
     product_id: Option<String>,
     description: Option<String>,
     amount: Option<String>,
+    #[sqlx(try_from = "Option<String>")]
+    price_kind: StoredPriceKind,
+    price_basis: Option<String>,
+    product_ids: Option<String>,
+    line_allowances_charges: Option<String>,
+}
+
+/// A joined line's `price_kind`, read once into the enum (none without a line or a kind).
+struct StoredPriceKind(Option<PriceKind>);
+
+impl TryFrom<Option<String>> for StoredPriceKind {
+    type Error = String;
+
+    fn try_from(text: Option<String>) -> Result<StoredPriceKind, String> {
+        text.map(PriceKind::try_from).transpose().map(StoredPriceKind)
+    }
 }
 
 impl JoinedLine {
@@ -208,9 +253,13 @@ impl JoinedLine {
             quantity: decimal(&quantity)?,
             unit: self.unit,
             unit_price: self.unit_price.as_deref().map(decimal).transpose()?,
+            price_kind: self.price_kind.0,
+            price_basis: self.price_basis.as_deref().map(decimal).transpose()?,
             product_id: self.product_id,
+            product_ids: json(self.product_ids.as_deref().unwrap_or("[]"), "product_ids")?,
             description: self.description,
             amount: decimal(&amount)?,
+            allowances_charges: json(self.line_allowances_charges.as_deref().unwrap_or("[]"), "allowances_charges")?,
         }))
     }
 }
@@ -230,7 +279,7 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             number: &invoice.number,
             issue_date: invoice.issue_date.to_string(),
             purchase_order: invoice.purchase_order.as_deref(),
-            currency: &invoice.currency,
+            currency: invoice.currency.as_deref(),
             total: invoice.total.to_string(),
             tax_total: invoice.tax_total.map(|d| d.to_string()),
             tax_rate: invoice.tax_rate.map(|d| d.to_string()),
@@ -240,8 +289,18 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             buyer_name: field(&invoice.buyer, |p| &p.name),
             buyer_qualifier: field(&invoice.buyer, |p| &p.qualifier),
             buyer_id: field(&invoice.buyer, |p| &p.id),
-            allowances_charges: serde_json::to_string(&invoice.allowances_charges)
-                .unwrap_or_else(|_| "[]".into()),
+            allowances_charges: to_json(&invoice.allowances_charges),
+            kind: invoice.kind.as_str(),
+            taxes: to_json(&invoice.taxes),
+            invoicee_name: field(&invoice.invoicee, |p| &p.name),
+            invoicee_qualifier: field(&invoice.invoicee, |p| &p.qualifier),
+            invoicee_id: field(&invoice.invoicee, |p| &p.id),
+            payee_name: field(&invoice.payee, |p| &p.name),
+            payee_qualifier: field(&invoice.payee, |p| &p.qualifier),
+            payee_id: field(&invoice.payee, |p| &p.id),
+            ship_to_name: field(&invoice.ship_to, |p| &p.name),
+            ship_to_qualifier: field(&invoice.ship_to, |p| &p.qualifier),
+            ship_to_id: field(&invoice.ship_to, |p| &p.id),
         });
         lines.extend(invoice.lines.iter().map(|line| LineRow {
             invoice_id: id,
@@ -252,6 +311,10 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             product_id: line.product_id.as_deref(),
             description: line.description.as_deref(),
             amount: line.amount.to_string(),
+            price_kind: line.price_kind.map(PriceKind::as_str),
+            price_basis: line.price_basis.map(|d| d.to_string()),
+            product_ids: to_json(&line.product_ids),
+            allowances_charges: to_json(&line.allowances_charges),
         }));
     }
     (invoices, lines)

@@ -208,7 +208,7 @@ table! {
         number: &'a str = "text",
         issue_date: String = "text" as "date",
         purchase_order: Option<&'a str> = "text",
-        currency: &'a str = "text",
+        currency: Option<&'a str> = "text",
         total: String = "text" as "numeric",
         tax_total: Option<String> = "text" as "numeric",
         tax_rate: Option<String> = "text" as "numeric",
@@ -219,6 +219,17 @@ table! {
         buyer_qualifier: Option<&'a str> = "text",
         buyer_id: Option<&'a str> = "text",
         allowances_charges: String = "text" as "jsonb",
+        kind: &'static str = "text",
+        taxes: String = "text" as "jsonb",
+        invoicee_name: Option<&'a str> = "text",
+        invoicee_qualifier: Option<&'a str> = "text",
+        invoicee_id: Option<&'a str> = "text",
+        payee_name: Option<&'a str> = "text",
+        payee_qualifier: Option<&'a str> = "text",
+        payee_id: Option<&'a str> = "text",
+        ship_to_name: Option<&'a str> = "text",
+        ship_to_qualifier: Option<&'a str> = "text",
+        ship_to_id: Option<&'a str> = "text",
     }
 }
 
@@ -233,6 +244,10 @@ table! {
         product_id: Option<&'a str> = "text",
         description: Option<&'a str> = "text",
         amount: String = "text" as "numeric",
+        price_kind: Option<&'static str> = "text",
+        price_basis: Option<String> = "text" as "numeric",
+        product_ids: String = "text" as "jsonb",
+        allowances_charges: String = "text" as "jsonb",
     }
 }
 

@@ -217,7 +217,7 @@ pub async fn detail(
                         td { (invoice.invoice.issue_date) }
                         td { (party(&invoice.invoice.seller)) }
                         td { (party(&invoice.invoice.buyer)) }
-                        td.num { (invoice.invoice.total) " " (invoice.invoice.currency) }
+                        td.num { (invoice.invoice.total) " " (invoice.invoice.currency.as_deref().unwrap_or("(currency unknown)")) }
                         td {
                             @if let Some(state) = &invoice.accounting {
                                 span class={ "status-" (state.status.as_str()) } { (state.status.as_str()) }

@@ -1,0 +1,381 @@
+//! The INVOIC mapping, segment by segment: BGM (kind and number), DTM 137/3, RFF+ON, CUX, NAD by
+//! role, LIN + PIA (product ids), IMD, QTY 47, PRI (the preferred kind and its basis), MOA 203, and
+//! the groups a segment opens: TAX with its MOA 124/150/125, ALC with its MOA 8/204/23/131 and PCD.
+//! A group is the header's before the first LIN, a line's after its LIN, the summary's after UNS;
+//! the summary's ALC groups repeat what the header and lines state and are not booked again.
+
+use rust_decimal::Decimal;
+
+use super::reader::{Reader, line_amount, missing};
+use super::{
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PriceKind, ProductId,
+    Role, Tax, merged, reconcile, single_rate, tax_sum,
+};
+use crate::edi::syntax::{Fields, Segment};
+use crate::edi::{EdiError, Interchange, Warning};
+
+/// NAD 3035 codes by role, each list in order of precedence.
+const ROLES: [(Role, &[&[u8]]); 5] = [
+    (Role::Seller, &[b"SE", b"SU", b"II"]),
+    (Role::Buyer, &[b"BY"]),
+    (Role::Invoicee, &[b"IV"]),
+    (Role::Payee, &[b"PE"]),
+    (Role::ShipTo, &[b"DP", b"ST"]),
+];
+
+/// The amounts an INVOIC's total is read from, first found first (code list 5025): 77 invoice
+/// amount, 86 message total, 39 invoice total amount, 9 amount due, 128 total amount, 79 line items
+/// total.
+const TOTAL_QUALIFIERS: [&[u8]; 6] = [b"77", b"86", b"39", b"9", b"128", b"79"];
+
+/// An allowance's or charge's amount, in order of preference: 8 allowance or charge amount, 204
+/// allowance amount, 23 charge amount, 131 total charges/allowances.
+const CHARGE_QUALIFIERS: [&[u8]; 4] = [b"8", b"204", b"23", b"131"];
+
+/// BGM 1001 (code list 1001).
+fn kind_of(code: &[u8]) -> DocumentKind {
+    match code {
+        b"381" | b"261" | b"262" | b"396" => DocumentKind::CreditNote,
+        b"383" => DocumentKind::DebitNote,
+        b"384" => DocumentKind::CorrectedInvoice,
+        _ => DocumentKind::Invoice,
+    }
+}
+
+/// Where the segments being read are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Header,
+    Line,
+    Summary,
+}
+
+/// The segment group a TAX or ALC opened, which the MOA and PCD after it belong to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Group {
+    None,
+    Tax,
+    /// An ALC; `false` when it is not booked (a summary's, or one neither allowance nor charge).
+    Charge(bool),
+}
+
+/// The segments that stay inside an open group; any other closes it.
+fn inside_group(tag: &[u8]) -> bool {
+    matches!(tag, b"MOA" | b"PCD" | b"ALI" | b"DTM" | b"QTY" | b"RNG" | b"RTE" | b"LOC" | b"RFF")
+}
+
+/// One line as it is read: its stated amount and preferred price apart until the line is complete.
+struct LineRead<'a> {
+    line: InvoiceLine,
+    lin: Segment<'a>,
+    stated: Option<(Decimal, usize)>,
+    taxes: Vec<Tax>,
+}
+
+/// Maps an INVOIC message (UNH..UNT inclusive).
+pub(in crate::edi) fn from_invoic(
+    ic: &Interchange<'_>,
+    message: &[Segment<'_>],
+    control_number: &str,
+) -> Result<(Invoice, Vec<Warning>), EdiError> {
+    let r = Reader { ic };
+    let unh = &message[0];
+    let (mut kind, mut number, mut issue_date, mut invoice_date) = (DocumentKind::Invoice, None, None, None);
+    let (mut purchase_order, mut currency) = (None, None);
+    let mut parties = Parties::default();
+    // The summary's amounts outside any group (SG48), by qualifier, with their positions.
+    let mut summary_amounts: Vec<(&[u8], Option<Decimal>, usize)> = Vec::new();
+    let (mut header_taxes, mut summary_taxes) = (Vec::new(), Vec::new());
+    let mut allowances_charges = Vec::new();
+    let mut lines: Vec<LineRead<'_>> = Vec::new();
+    let (mut section, mut group) = (Section::Header, Group::None);
+    let mut uns = false;
+    for segment in &message[1..message.len() - 1] {
+        let s = &Fields::new(segment);
+        if !inside_group(s.tag()) {
+            group = Group::None;
+        }
+        match s.tag() {
+            b"BGM" => {
+                kind = kind_of(s.component(1, 1));
+                number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?);
+            }
+            b"DTM" if group == Group::None && matches!(s.component(1, 1), b"137" | b"3") => {
+                let stated = r.required(s, r.component(s, 1, 2)?, 1, "document date")?;
+                let date = r.date(s, Some(stated), 1, s.component(1, 3))?;
+                if s.component(1, 1) == b"137" { issue_date = date } else { invoice_date = date }
+            }
+            b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => purchase_order = r.component(s, 1, 2)?,
+            b"CUX" => currency = currency.or(r.component(s, 1, 2)?),
+            b"NAD" => {
+                let Some((role, rank)) = ROLES
+                    .iter()
+                    .find_map(|(role, codes)| Some((*role, codes.iter().position(|c| *c == s.element(1))?)))
+                else {
+                    continue;
+                };
+                let name_element = if s.element(4).is_empty() { 3 } else { 4 };
+                let name_parts =
+                    (1..=5).map(|c| r.component(s, name_element, c)).collect::<Result<Vec<_>, _>>()?;
+                let name = Some(name_parts.into_iter().flatten().collect::<Vec<_>>().join(" "))
+                    .filter(|n| !n.is_empty());
+                parties.offer(role, rank, Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? });
+            }
+            b"LIN" => {
+                section = Section::Line;
+                let product_ids: Vec<ProductId> = r
+                    .component(s, 3, 1)?
+                    .map(|id| Ok::<_, EdiError>(ProductId { qualifier: r.component(s, 3, 2)?, id }))
+                    .transpose()?
+                    .into_iter()
+                    .collect();
+                lines.push(LineRead {
+                    line: InvoiceLine {
+                        number: u32::try_from(lines.len() + 1).unwrap_or(u32::MAX),
+                        quantity: Decimal::ZERO,
+                        unit: None,
+                        unit_price: None,
+                        price_kind: None,
+                        price_basis: None,
+                        product_id: product_ids.first().map(|p| p.id.clone()),
+                        product_ids,
+                        description: None,
+                        amount: Decimal::ZERO,
+                        allowances_charges: Vec::new(),
+                    },
+                    lin: *segment,
+                    stated: None,
+                    taxes: Vec::new(),
+                });
+            }
+            b"PIA" if section == Section::Line => {
+                if let Some(read) = lines.last_mut() {
+                    for n in 2..=6 {
+                        if let Some(id) = r.component(s, n, 1)? {
+                            let qualifier = r.component(s, n, 2)?;
+                            read.line.product_id.get_or_insert_with(|| id.clone());
+                            read.line.product_ids.push(ProductId { qualifier, id });
+                        }
+                    }
+                }
+            }
+            b"IMD" if section == Section::Line => {
+                if let Some(read) = lines.last_mut().filter(|read| read.line.description.is_none()) {
+                    read.line.description = r.component(s, 3, 4)?;
+                }
+            }
+            b"QTY" if section == Section::Line && group == Group::None && s.component(1, 1) == b"47" => {
+                if let Some(read) = lines.last_mut() {
+                    read.line.quantity = r.decimal(s, r.component(s, 1, 2)?, 1, None)?.unwrap_or_default();
+                    read.line.unit = r.component(s, 1, 3)?;
+                }
+            }
+            b"PRI" if section == Section::Line => {
+                let Some(price_kind) = PriceKind::of_qualifier(s.component(1, 1)) else { continue };
+                if let Some(read) = lines.last_mut().filter(|read| read.line.price_kind.is_none_or(|kept| price_kind < kept)) {
+                    read.line.unit_price = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                    read.line.price_kind = Some(price_kind);
+                    read.line.price_basis = r.decimal(s, r.component(s, 1, 5)?, 1, None)?;
+                }
+            }
+            b"TAX" if s.component(1, 1) == b"7" => {
+                group = Group::Tax;
+                let tax = Tax {
+                    tax_type: r.component(s, 2, 1)?,
+                    category: r.element(s, 6)?,
+                    rate: r.decimal(s, r.component(s, 5, 4)?, 5, None)?,
+                    ..Tax::default()
+                };
+                match (section, lines.last_mut()) {
+                    (Section::Line, Some(read)) => read.taxes.push(tax),
+                    (Section::Summary, _) => summary_taxes.push(tax),
+                    _ => header_taxes.push(tax),
+                }
+            }
+            b"ALC" => {
+                let indicator = AllowanceOrCharge::of_code(s.element(1));
+                group = Group::Charge(indicator.is_some() && section != Section::Summary);
+                let Some(indicator) = indicator.filter(|_| section != Section::Summary) else { continue };
+                let code = r.component(s, 5, 1)?.or(r.component(s, 2, 2)?);
+                let charge = AllowanceCharge { kind: indicator, code, amount: None, percentage: None };
+                match (section, lines.last_mut()) {
+                    (Section::Line, Some(read)) => read.line.allowances_charges.push(charge),
+                    _ => allowances_charges.push(charge),
+                }
+            }
+            b"PCD" if group == Group::Charge(true) => {
+                let percentage = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                if let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges) {
+                    charge.percentage = charge.percentage.or(percentage);
+                }
+            }
+            b"MOA" => {
+                let qualifier = s.component(1, 1);
+                let amount = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                if currency.is_none() {
+                    currency = r.component(s, 1, 3)?;
+                }
+                match group {
+                    Group::Tax => {
+                        let tax = match section {
+                            Section::Line => lines.last_mut().and_then(|read| read.taxes.last_mut()),
+                            Section::Summary => summary_taxes.last_mut(),
+                            Section::Header => header_taxes.last_mut(),
+                        };
+                        if let Some(tax) = tax {
+                            match qualifier {
+                                b"124" | b"150" => tax.amount = tax.amount.or(amount),
+                                b"125" => tax.taxable_amount = tax.taxable_amount.or(amount),
+                                _ => {}
+                            }
+                        }
+                    }
+                    Group::Charge(booked) => {
+                        let rank = CHARGE_QUALIFIERS.iter().position(|q| *q == qualifier);
+                        if let (true, Some(_)) = (booked, rank)
+                            && let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges)
+                        {
+                            charge.amount = charge.amount.or(amount);
+                        }
+                    }
+                    Group::None => match section {
+                        Section::Line if qualifier == b"203" => {
+                            if let Some(read) = lines.last_mut() {
+                                read.stated = amount.map(|a| (a, s.position));
+                            }
+                        }
+                        Section::Summary => summary_amounts.push((qualifier, amount, s.position)),
+                        _ => {}
+                    },
+                }
+            }
+            b"UNS" => {
+                (section, uns) = (Section::Summary, true);
+            }
+            _ => {}
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut warn = |segment_position: Option<usize>, message: String| {
+        warnings.push(Warning { document: control_number.to_owned(), segment_position, message });
+    };
+    let mut booked_lines = Vec::with_capacity(lines.len());
+    let mut line_taxes = Vec::new();
+    for LineRead { mut line, lin, stated, taxes } in lines {
+        let price = line.unit_price.unwrap_or_default();
+        let computed = line_amount(&lin, line.quantity, price, line.price_basis)?;
+        match stated {
+            Some((amount, position)) => {
+                line.amount = amount;
+                if let Some(message) = reconcile::line_amount(&line, computed) {
+                    warn(Some(position), message);
+                }
+            }
+            None => {
+                line.amount = if line.price_kind == Some(PriceKind::Gross) {
+                    reconcile::net_of_charges(&line, computed)
+                } else {
+                    computed
+                };
+            }
+        }
+        line_taxes.extend(taxes);
+        booked_lines.push(line);
+    }
+    let stated = |qualifier: &[u8]| {
+        summary_amounts.iter().find(|(q, ..)| *q == qualifier).and_then(|(_, a, p)| Some(((*a)?, *p)))
+    };
+    let Some((total_qualifier, (total, total_position))) =
+        TOTAL_QUALIFIERS.iter().find_map(|q| Some((*q, stated(q)?)))
+    else {
+        return Err(no_total(unh, uns, &summary_amounts));
+    };
+    // The summary's tax groups; else the lines' by rate; else the header's.
+    let mut taxes = [summary_taxes, merged(line_taxes), header_taxes]
+        .into_iter()
+        .find(|taxes| !taxes.is_empty())
+        .unwrap_or_default();
+    let (moa_176, moa_124, moa_125) = (stated(b"176"), stated(b"124"), stated(b"125"));
+    if let [tax] = taxes.as_mut_slice() {
+        tax.amount = tax.amount.or(moa_124.or(moa_176).map(|(a, _)| a));
+        tax.taxable_amount = tax.taxable_amount.or(moa_125.map(|(a, _)| a));
+    }
+    let breakdown = tax_sum(&taxes);
+    let tax_total = moa_176.or(moa_124).map(|(a, _)| a).or(breakdown);
+    if let (Some((stated_tax, position)), Some(breakdown)) = (moa_176.or(moa_124), breakdown)
+        && taxes.len() > 1
+        && let Some(warning) = reconcile::stated(
+            "MOA 176 total tax",
+            stated_tax,
+            "the tax groups' MOA 124",
+            Some(breakdown),
+            position,
+            control_number,
+        )
+    {
+        warnings.push(warning);
+    }
+    let [seller, buyer, invoicee, payee, ship_to] = parties.book();
+    let invoice = Invoice {
+        kind,
+        number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,
+        issue_date: issue_date.or(invoice_date).ok_or_else(|| {
+            missing(unh, "the INVOIC has no DTM+137 (document date) or DTM+3 (invoice date) segment")
+        })?,
+        purchase_order,
+        currency,
+        total,
+        tax_total,
+        tax_rate: single_rate(&taxes),
+        taxes,
+        seller,
+        buyer,
+        invoicee,
+        payee,
+        ship_to,
+        lines: booked_lines,
+        allowances_charges,
+    };
+    if invoice.currency.is_none() {
+        warnings.push(Warning {
+            document: control_number.to_owned(),
+            segment_position: Some(unh.position),
+            message: "the INVOIC names no currency (no CUX, no MOA with one): its currency is booked as unknown"
+                .to_owned(),
+        });
+    }
+    let total_qualifier = String::from_utf8_lossy(total_qualifier);
+    if let Some((lines_stated, position)) = stated(b"79").filter(|_| total_qualifier != "79") {
+        let computed = reconcile::lines_total(&invoice, false);
+        warnings.extend(reconcile::stated("MOA 79 line total", lines_stated, "the sum of the lines", computed, position, control_number));
+    }
+    warnings.extend(reconcile::invoic_total(&invoice, &total_qualifier, total_position, control_number));
+    Ok((invoice, warnings))
+}
+
+/// The allowance or charge the open ALC group added (the header's or the current line's).
+fn open_charge<'l>(
+    section: Section,
+    lines: &'l mut [LineRead<'_>],
+    header: &'l mut [AllowanceCharge],
+) -> Option<&'l mut AllowanceCharge> {
+    match section {
+        Section::Line => lines.last_mut()?.line.allowances_charges.last_mut(),
+        _ => header.last_mut(),
+    }
+}
+
+/// The INVOIC has no total: without a UNS, that is what is missing; with one, the error names the
+/// amounts the summary has.
+fn no_total(unh: &Segment<'_>, uns: bool, summary: &[(&[u8], Option<Decimal>, usize)]) -> EdiError {
+    if !uns {
+        return missing(unh, "the INVOIC has no UNS segment: its summary (the invoice total, MOA 77, 86, 39, 9, 128 or 79) is missing");
+    }
+    let found: Vec<String> =
+        summary.iter().map(|(q, ..)| format!("MOA {}", String::from_utf8_lossy(q))).collect();
+    let found = if found.is_empty() { "no MOA".to_owned() } else { found.join(", ") };
+    missing(
+        unh,
+        &format!("the INVOIC has no invoice total (MOA 77, 86, 39, 9, 128 or 79 after UNS); it has {found}"),
+    )
+}

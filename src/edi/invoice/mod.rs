@@ -1,0 +1,363 @@
+//! Invoice mapping: an X12 810 transaction set or an EDIFACT INVOIC message becomes one [`Invoice`],
+//! booked as the document says it: its kind, every party by role, each line's price with its kind
+//! and basis, every product id, allowances and charges at header and line level, the tax breakdown
+//! per rate, and warnings wherever the stated figures do not reconcile ([`reconcile`]).
+//!
+//! Amounts are exact decimals. X12 TDS01 and SAC05 are N2 (two implied decimals); EDIFACT amounts use
+//! the decimal mark declared in the UNA. Anything required for booking that is missing is a positioned
+//! error. The segment-by-segment mappings are in [`x12`] and [`edifact`].
+
+mod edifact;
+mod reader;
+mod reconcile;
+mod x12;
+
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub(super) use edifact::from_invoic;
+pub(super) use x12::from_810;
+
+/// The accounting view of one invoice document.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Invoice {
+    /// What the document is (BIG07 / BGM 1001): a credit note is never booked as an invoice.
+    pub kind: DocumentKind,
+    /// BIG02 / BGM 1004.
+    #[schema(example = "INV-1042")]
+    pub number: String,
+    /// BIG01 / DTM 137 (or 3).
+    pub issue_date: NaiveDate,
+    /// BIG04 / RFF+ON.
+    pub purchase_order: Option<String>,
+    /// ISO 4217 code: CUR02 / CUX (or the currency of an MOA); null when the document names none.
+    #[schema(example = "USD")]
+    pub currency: Option<String>,
+    /// TDS01 / MOA 77 (or 86, 39, 9, 128, 79), as an exact decimal string.
+    #[schema(value_type = String, example = "8000.00")]
+    pub total: Decimal,
+    /// The total tax: the TXI amounts and tax SACs / MOA 176 (else the tax groups' MOA 124).
+    #[schema(value_type = Option<String>, example = "13.78")]
+    pub tax_total: Option<Decimal>,
+    /// The tax rate (percent) when all tax is at one rate; otherwise see `taxes`.
+    #[schema(value_type = Option<String>, example = "19")]
+    pub tax_rate: Option<Decimal>,
+    /// The tax breakdown, one entry per tax type, category and rate.
+    pub taxes: Vec<Tax>,
+    /// The selling party: X12 N1 SE, else VN, else SU / EDIFACT NAD SE, else SU, else II; when the
+    /// document names none, the payee.
+    pub seller: Option<Party>,
+    /// The buying party: N1 / NAD BY; when the document names none, the invoicee.
+    pub buyer: Option<Party>,
+    /// Who the invoice is addressed to: N1 BT / NAD IV.
+    pub invoicee: Option<Party>,
+    /// Who is to be paid: N1 RI, else RE, else PE / NAD PE.
+    pub payee: Option<Party>,
+    /// Where the goods went: N1 ST / NAD DP, else ST.
+    pub ship_to: Option<Party>,
+    pub lines: Vec<InvoiceLine>,
+    /// Allowances and charges on the whole invoice (X12 SAC outside the lines / EDIFACT ALC before
+    /// the first LIN). Tax SACs are in `taxes`.
+    pub allowances_charges: Vec<AllowanceCharge>,
+}
+
+/// What an invoice document is, from X12 BIG07 or EDIFACT BGM 1001.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentKind {
+    /// BIG07 absent, `DI` or another code / BGM 380 and the other invoice codes.
+    #[default]
+    Invoice,
+    /// BIG07 `CR`, `CN` / BGM 381, 261, 262, 396.
+    CreditNote,
+    /// BIG07 `DR`, `DC` / BGM 383.
+    DebitNote,
+    /// BIG07 `CO` / BGM 384.
+    CorrectedInvoice,
+}
+
+impl DocumentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentKind::Invoice => "invoice",
+            DocumentKind::CreditNote => "credit_note",
+            DocumentKind::DebitNote => "debit_note",
+            DocumentKind::CorrectedInvoice => "corrected_invoice",
+        }
+    }
+}
+
+/// A stored row's `kind`, read once into the enum.
+impl TryFrom<String> for DocumentKind {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<DocumentKind, String> {
+        [DocumentKind::Invoice, DocumentKind::CreditNote, DocumentKind::DebitNote, DocumentKind::CorrectedInvoice]
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| format!("{text:?} is not a document kind"))
+    }
+}
+
+/// A trading party named in the invoice (N1 / NAD).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Party {
+    pub name: Option<String>,
+    /// N103 identification code qualifier / NAD code list agency.
+    pub qualifier: Option<String>,
+    pub id: Option<String>,
+}
+
+/// The tax of one type, category and rate: X12 TXI or a tax SAC / EDIFACT TAX with its MOA.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct Tax {
+    /// TXI01 or the SAC02 code / TAX C241 (`VAT`, `GST`, …).
+    #[schema(example = "VAT")]
+    pub tax_type: Option<String>,
+    /// TXI06 exemption code / TAX 5305 category (`S` standard, `Z` zero, `E` exempt, …).
+    #[schema(example = "S")]
+    pub category: Option<String>,
+    /// Percent: TXI03 or SAC07 / TAX C243 rate.
+    #[schema(value_type = Option<String>, example = "19")]
+    pub rate: Option<Decimal>,
+    /// The amount the rate applies to: TXI08 / MOA 125.
+    #[schema(value_type = Option<String>, example = "2650.00")]
+    pub taxable_amount: Option<Decimal>,
+    /// TXI02 or SAC05 / MOA 124 (or 150).
+    #[schema(value_type = Option<String>, example = "503.50")]
+    pub amount: Option<Decimal>,
+}
+
+/// One invoice line (IT1 + PID + SAC / LIN + PIA + IMD + QTY + PRI + MOA 203 + ALC).
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct InvoiceLine {
+    /// 1-based position of the line in the invoice.
+    pub number: u32,
+    #[schema(value_type = String, example = "500")]
+    pub quantity: Decimal,
+    pub unit: Option<String>,
+    /// IT104 / the PRI price read first in the order AAA, INV, CAL, AAB.
+    #[schema(value_type = Option<String>, example = "12.50")]
+    pub unit_price: Option<Decimal>,
+    /// What `unit_price` is (EDIFACT PRI 5125); null for an X12 IT104.
+    pub price_kind: Option<PriceKind>,
+    /// How many units `unit_price` is for (PRI 5284; IT105 `HP` 100, `TP` 1000); null for one.
+    #[schema(value_type = Option<String>, example = "100")]
+    pub price_basis: Option<Decimal>,
+    /// The first of `product_ids`.
+    pub product_id: Option<String>,
+    /// Every product id the line carries: IT106–IT125 pairs / LIN and PIA.
+    pub product_ids: Vec<ProductId>,
+    pub description: Option<String>,
+    /// MOA 203, or quantity × unit price ÷ basis (less allowances and plus charges when the price
+    /// is gross).
+    #[schema(value_type = String, example = "6250.00")]
+    pub amount: Decimal,
+    /// The line's allowances and charges (SAC within the IT1 loop / ALC after the LIN).
+    pub allowances_charges: Vec<AllowanceCharge>,
+}
+
+/// What a line's unit price is (EDIFACT code list 5125).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceKind {
+    /// AAA: calculation net, allowances and charges applied.
+    Net,
+    /// INV: the invoice price.
+    Invoice,
+    /// CAL: the calculation price.
+    Calculation,
+    /// AAB: calculation gross, before the line's allowances and charges.
+    Gross,
+}
+
+impl PriceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PriceKind::Net => "net",
+            PriceKind::Invoice => "invoice",
+            PriceKind::Calculation => "calculation",
+            PriceKind::Gross => "gross",
+        }
+    }
+
+    /// The kind a PRI qualifier names; the order of the variants is the order a line's prices are
+    /// preferred in.
+    fn of_qualifier(qualifier: &[u8]) -> Option<PriceKind> {
+        match qualifier {
+            b"AAA" => Some(PriceKind::Net),
+            b"INV" => Some(PriceKind::Invoice),
+            b"CAL" => Some(PriceKind::Calculation),
+            b"AAB" => Some(PriceKind::Gross),
+            _ => None,
+        }
+    }
+}
+
+/// A stored line's `price_kind`, read once into the enum.
+impl TryFrom<String> for PriceKind {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<PriceKind, String> {
+        [PriceKind::Net, PriceKind::Invoice, PriceKind::Calculation, PriceKind::Gross]
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| format!("{text:?} is not a price kind"))
+    }
+}
+
+/// A product id and what kind of id it is (IT106 qualifier `VP`, `BP`, `UP`, … / C212 7143 `EN`,
+/// `SA`, `IN`, …).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProductId {
+    #[schema(example = "BP")]
+    pub qualifier: Option<String>,
+    #[schema(example = "4006381333931")]
+    pub id: String,
+}
+
+/// An allowance or a charge (X12 SAC / EDIFACT ALC).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AllowanceCharge {
+    pub kind: AllowanceOrCharge,
+    /// SAC02 code / ALC 7161 special service (else 5189 reason).
+    #[schema(example = "D240")]
+    pub code: Option<String>,
+    /// SAC05 / MOA 8, 204, 23 or 131; null when only a percentage is stated.
+    #[schema(value_type = Option<String>, example = "27.99")]
+    pub amount: Option<Decimal>,
+    /// SAC07 / PCD percent.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "10")]
+    pub percentage: Option<Decimal>,
+}
+
+/// Whether an [`AllowanceCharge`] lowers or raises the amount (SAC01 / ALC 5463: `A` or `C`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowanceOrCharge {
+    Allowance,
+    Charge,
+}
+
+impl AllowanceOrCharge {
+    fn of_code(code: &[u8]) -> Option<AllowanceOrCharge> {
+        match code {
+            b"A" => Some(AllowanceOrCharge::Allowance),
+            b"C" => Some(AllowanceOrCharge::Charge),
+            _ => None,
+        }
+    }
+}
+
+impl AllowanceCharge {
+    /// The amount with its sign: an allowance lowers the total. `base` is what a percentage applies
+    /// to when no amount is stated.
+    fn signed(&self, base: Decimal) -> Option<Decimal> {
+        let amount = match (self.amount, self.percentage) {
+            (Some(amount), _) => amount,
+            (None, Some(percentage)) => base.checked_mul(percentage)? / Decimal::ONE_HUNDRED,
+            (None, None) => Decimal::ZERO,
+        };
+        Some(match self.kind {
+            AllowanceOrCharge::Allowance => -amount,
+            AllowanceOrCharge::Charge => amount,
+        })
+    }
+}
+
+/// The parties of a document as they are read: for each role, the best-ranked party found so far.
+#[derive(Default)]
+struct Parties {
+    seller: Option<(usize, Party)>,
+    buyer: Option<(usize, Party)>,
+    invoicee: Option<(usize, Party)>,
+    payee: Option<(usize, Party)>,
+    ship_to: Option<(usize, Party)>,
+}
+
+/// A role of [`Parties`].
+#[derive(Clone, Copy)]
+enum Role {
+    Seller,
+    Buyer,
+    Invoicee,
+    Payee,
+    ShipTo,
+}
+
+impl Parties {
+    /// Offers `party` for `role` at `rank` (0 is preferred): the first of the best rank is kept.
+    fn offer(&mut self, role: Role, rank: usize, party: Party) {
+        let slot = match role {
+            Role::Seller => &mut self.seller,
+            Role::Buyer => &mut self.buyer,
+            Role::Invoicee => &mut self.invoicee,
+            Role::Payee => &mut self.payee,
+            Role::ShipTo => &mut self.ship_to,
+        };
+        if slot.as_ref().is_none_or(|(kept, _)| rank < *kept) {
+            *slot = Some((rank, party));
+        }
+    }
+
+    /// The parties to book: (seller, buyer, invoicee, payee, ship-to), the seller falling back to
+    /// the payee and the buyer to the invoicee.
+    fn book(self) -> [Option<Party>; 5] {
+        let [seller, buyer, invoicee, payee, ship_to] =
+            [self.seller, self.buyer, self.invoicee, self.payee, self.ship_to].map(|slot| slot.map(|(_, p)| p));
+        [seller.or_else(|| payee.clone()), buyer.or_else(|| invoicee.clone()), invoicee, payee, ship_to]
+    }
+}
+
+/// The lines' taxes as one entry per tax type, category and rate, amounts added up.
+fn merged(taxes: Vec<Tax>) -> Vec<Tax> {
+    let mut merged: Vec<Tax> = Vec::new();
+    for tax in taxes {
+        let same = |kept: &&mut Tax| {
+            (&kept.tax_type, &kept.category, kept.rate) == (&tax.tax_type, &tax.category, tax.rate)
+        };
+        match merged.iter_mut().find(same) {
+            Some(kept) => {
+                let add = |a: Option<Decimal>, b: Option<Decimal>| match (a, b) {
+                    (Some(a), Some(b)) => a.checked_add(b),
+                    (a, b) => a.or(b),
+                };
+                kept.amount = add(kept.amount, tax.amount);
+                kept.taxable_amount = add(kept.taxable_amount, tax.taxable_amount);
+            }
+            None => merged.push(tax),
+        }
+    }
+    merged
+}
+
+/// The sum of the taxes' amounts; `None` when none states one.
+fn tax_sum(taxes: &[Tax]) -> Option<Decimal> {
+    taxes.iter().any(|tax| tax.amount.is_some()).then(|| sum(taxes.iter().filter_map(|tax| tax.amount))).flatten()
+}
+
+/// The one rate all of `taxes` are at, if they are at one.
+fn single_rate(taxes: &[Tax]) -> Option<Decimal> {
+    let first = taxes.first()?.rate?;
+    taxes.iter().all(|tax| tax.rate == Some(first)).then_some(first)
+}
+
+/// An exact sum, or `None` when it leaves the range of an amount.
+fn sum(amounts: impl IntoIterator<Item = Decimal>) -> Option<Decimal> {
+    amounts.into_iter().try_fold(Decimal::ZERO, |total, amount| total.checked_add(amount))
+}
+
+fn shown(amount: Option<Decimal>) -> String {
+    amount.map_or_else(|| "beyond the range of an amount".to_owned(), |amount| amount.to_string())
+}
+
+fn line_number(lines: &[InvoiceLine]) -> u32 {
+    u32::try_from(lines.len() + 1).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+//! Typed values out of one document's segments: text, decimals in the interchange's notation, dates
+//! in the format their qualifier names, each error located at its segment and element.
+
+use std::str::FromStr;
+
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+
+use crate::edi::syntax::{Fields, Segment};
+use crate::edi::{EdiError, ErrorKind, Interchange};
+
+/// Reads typed values out of one document's segments.
+pub(super) struct Reader<'i, 'a> {
+    pub ic: &'i Interchange<'a>,
+}
+
+impl Reader<'_, '_> {
+    fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<Option<String>, EdiError> {
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let text = self.ic.text(segment, raw, element)?;
+        Ok(Some(text).filter(|t| !t.is_empty()))
+    }
+
+    pub fn element(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<String>, EdiError> {
+        self.text(segment, segment.element(n), n)
+    }
+
+    pub fn component(&self, segment: &Fields<'_, '_>, n: usize, c: usize) -> Result<Option<String>, EdiError> {
+        self.text(segment, segment.component(n, c), n)
+    }
+
+    pub fn required(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        what: &str,
+    ) -> Result<String, EdiError> {
+        value.ok_or_else(|| {
+            segment
+                .error(
+                    Some(segment.element_name(n)),
+                    format!("{} ({what}) is required", segment.element_name(n)),
+                )
+                .with_kind(ErrorKind::Missing)
+        })
+    }
+
+    /// A decimal in the interchange's notation; `implied` decimals for X12 N-type elements.
+    pub fn decimal(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        implied: Option<u32>,
+    ) -> Result<Option<Decimal>, EdiError> {
+        let Some(text) = value else { return Ok(None) };
+        let invalid = || {
+            segment
+                .error(
+                    Some(segment.element_name(n)),
+                    format!(
+                        "{} must be a {}number, found {text:?}",
+                        segment.element_name(n),
+                        if implied.is_some() { "whole " } else { "" }
+                    ),
+                )
+                .with_kind(ErrorKind::Invalid)
+        };
+        let normalized = if self.ic.decimal_mark == b'.' {
+            text.clone()
+        } else {
+            text.replace(char::from(self.ic.decimal_mark), ".")
+        };
+        let plain = normalized.strip_prefix('-').unwrap_or(&normalized);
+        let well_formed = !plain.is_empty()
+            && plain.bytes().all(|b| b.is_ascii_digit() || (b == b'.' && implied.is_none()))
+            && plain.bytes().filter(|&b| b == b'.').count() <= 1
+            && plain != ".";
+        if !well_formed {
+            return Err(invalid());
+        }
+        let mut value = Decimal::from_str(&normalized).map_err(|_| invalid())?;
+        if let Some(scale) = implied {
+            value.set_scale(scale).map_err(|_| invalid())?;
+        }
+        Ok(Some(value))
+    }
+
+    /// The decimal in element `n` (`implied` as [`Reader::decimal`]).
+    pub fn decimal_at(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        implied: Option<u32>,
+    ) -> Result<Option<Decimal>, EdiError> {
+        self.decimal(segment, self.element(segment, n)?, n, implied)
+    }
+
+    /// The date in element `n`, written as `format` says (EDIFACT code list 2379: 102 CCYYMMDD, 203
+    /// CCYYMMDDHHMM, 204 CCYYMMDDHHMMSS; X12 dates are 102): every digit it must have, no more.
+    pub fn date(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        format: &[u8],
+    ) -> Result<Option<NaiveDate>, EdiError> {
+        let Some(text) = value else { return Ok(None) };
+        let element = segment.element_name(n);
+        let invalid =
+            |message: String| segment.error(Some(element.clone()), message).with_kind(ErrorKind::InvalidDate);
+        let pattern = match format {
+            b"" | b"102" => "CCYYMMDD",
+            b"203" => "CCYYMMDDHHMM",
+            b"204" => "CCYYMMDDHHMMSS",
+            other => {
+                return Err(invalid(format!(
+                    "date format {:?} is not read (102 CCYYMMDD, 203 CCYYMMDDHHMM or 204 CCYYMMDDHHMMSS)",
+                    String::from_utf8_lossy(other)
+                )));
+            }
+        };
+        // Every layout is completed to seconds, so that one parse checks the date and any time.
+        let complete = format!("{text}{}", &"000000"[..14usize.saturating_sub(text.len()).min(6)]);
+        let read = (text.len() == pattern.len() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| chrono::NaiveDateTime::parse_from_str(&complete, "%Y%m%d%H%M%S").ok())
+            .flatten()
+            .map(|at| at.date());
+        read.map(Some).ok_or_else(|| invalid(format!("{element} must be a date {pattern}, found {text:?}")))
+    }
+}
+
+/// A document's required part is missing: reported at its header (ST / UNH).
+pub(super) fn missing(header: &Segment<'_>, message: &str) -> EdiError {
+    header.error(None, message).with_kind(ErrorKind::Missing)
+}
+
+/// Quantity × unit price ÷ basis, refused where it leaves the range of an exact amount (28 digits).
+pub(super) fn line_amount(
+    segment: &Segment<'_>,
+    quantity: Decimal,
+    unit_price: Decimal,
+    basis: Option<Decimal>,
+) -> Result<Decimal, EdiError> {
+    let product = quantity.checked_mul(unit_price);
+    let amount = match basis.filter(|basis| !basis.is_zero()) {
+        Some(basis) => product.and_then(|p| p.checked_div(basis)),
+        None => product,
+    };
+    amount.ok_or_else(|| {
+        segment
+            .error(
+                None,
+                format!("quantity {quantity} × unit price {unit_price} is beyond the range of an amount"),
+            )
+            .with_kind(ErrorKind::Invalid)
+    })
+}

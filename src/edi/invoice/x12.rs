@@ -1,0 +1,188 @@
+//! The 810 mapping, segment by segment: BIG (date, number, order, BIG07 kind), CUR, the N1 loop by
+//! role, IT1 (quantity, unit, price and its IT105 basis, every IT106–IT125 product id pair), PID,
+//! SAC (within an IT1 loop the line's, elsewhere the invoice's; tax codes are tax), TXI (header
+//! or line by position), TDS.
+
+use rust_decimal::Decimal;
+
+use super::reader::{Reader, line_amount, missing};
+use super::{
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, ProductId, Role,
+    Tax, line_number, merged, reconcile, single_rate, tax_sum,
+};
+use crate::edi::syntax::{Fields, Segment};
+use crate::edi::{EdiError, Interchange, Warning};
+
+/// N101 codes by role, each list in order of precedence.
+const ROLES: [(Role, &[&[u8]]); 5] = [
+    (Role::Seller, &[b"SE", b"VN", b"SU"]),
+    (Role::Buyer, &[b"BY"]),
+    (Role::Invoicee, &[b"BT"]),
+    (Role::Payee, &[b"RI", b"RE", b"PE"]),
+    (Role::ShipTo, &[b"ST"]),
+];
+
+/// SAC02 codes that are a tax, not a charge (code list 1300): D360 Goods and Services Tax, and the
+/// H650–H850 "Tax - …" codes.
+fn is_tax_code(code: &[u8]) -> bool {
+    code == b"D360"
+        || (code.len() == 4
+            && code[0] == b'H'
+            && std::str::from_utf8(&code[1..]).ok().and_then(|n| n.parse::<u16>().ok()).is_some_and(|n| (650..=850).contains(&n)))
+}
+
+/// BIG07 (code list 640).
+fn kind_of(code: &[u8]) -> DocumentKind {
+    match code {
+        b"CR" | b"CN" => DocumentKind::CreditNote,
+        b"DR" | b"DC" => DocumentKind::DebitNote,
+        b"CO" => DocumentKind::CorrectedInvoice,
+        _ => DocumentKind::Invoice,
+    }
+}
+
+/// IT105 (code list 639): how many units IT104 is for.
+fn basis_of(code: &[u8]) -> Option<Decimal> {
+    match code {
+        b"HP" => Some(Decimal::ONE_HUNDRED),
+        b"TP" => Some(Decimal::ONE_THOUSAND),
+        _ => None,
+    }
+}
+
+/// Maps an 810 transaction set (ST..SE inclusive).
+pub(in crate::edi) fn from_810(
+    ic: &Interchange<'_>,
+    set: &[Segment<'_>],
+    control_number: &str,
+) -> Result<(Invoice, Vec<Warning>), EdiError> {
+    let r = Reader { ic };
+    let st = &set[0];
+    let (mut kind, mut number, mut issue_date, mut purchase_order, mut currency, mut total) =
+        (DocumentKind::Invoice, None, None, None, None, None);
+    let mut parties = Parties::default();
+    let mut lines: Vec<InvoiceLine> = Vec::new();
+    let (mut allowances_charges, mut header_taxes, mut line_taxes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut total_position = None;
+    for segment in &set[1..set.len() - 1] {
+        let s = &Fields::new(segment);
+        // Within an IT1 loop until the TDS: a SAC or TXI there is the line's.
+        let in_line = !lines.is_empty() && total.is_none();
+        match s.tag() {
+            b"BIG" => {
+                issue_date =
+                    r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1, b"102")?;
+                number = Some(r.required(s, r.element(s, 2)?, 2, "invoice number")?);
+                purchase_order = r.element(s, 4)?;
+                kind = kind_of(s.element(7));
+            }
+            b"CUR" => currency = r.element(s, 2)?,
+            b"N1" => {
+                for (role, codes) in ROLES {
+                    if let Some(rank) = codes.iter().position(|code| *code == s.element(1)) {
+                        let party = Party {
+                            name: r.element(s, 2)?,
+                            qualifier: r.element(s, 3)?,
+                            id: r.element(s, 4)?,
+                        };
+                        parties.offer(role, rank, party);
+                    }
+                }
+            }
+            b"IT1" => {
+                let quantity =
+                    r.decimal(s, Some(r.required(s, r.element(s, 2)?, 2, "quantity invoiced")?), 2, None)?;
+                let unit_price =
+                    r.decimal(s, Some(r.required(s, r.element(s, 4)?, 4, "unit price")?), 4, None)?;
+                let (quantity, unit_price) = (quantity.unwrap_or_default(), unit_price.unwrap_or_default());
+                let price_basis = basis_of(s.element(5));
+                let mut product_ids = Vec::new();
+                for pair in 0..10 {
+                    if let Some(id) = r.element(s, 7 + 2 * pair)? {
+                        product_ids.push(ProductId { qualifier: r.element(s, 6 + 2 * pair)?, id });
+                    }
+                }
+                lines.push(InvoiceLine {
+                    number: line_number(&lines),
+                    quantity,
+                    unit: r.element(s, 3)?,
+                    unit_price: Some(unit_price),
+                    price_kind: None,
+                    price_basis,
+                    product_id: product_ids.first().map(|p| p.id.clone()),
+                    product_ids,
+                    description: None,
+                    amount: line_amount(s, quantity, unit_price, price_basis)?,
+                    allowances_charges: Vec::new(),
+                });
+            }
+            b"PID" => {
+                if let Some(line) = lines.last_mut().filter(|line| line.description.is_none()) {
+                    line.description = r.element(s, 5)?;
+                }
+            }
+            b"TDS" => {
+                let stated = r.required(s, r.element(s, 1)?, 1, "total invoice amount")?;
+                total = r.decimal(s, Some(stated), 1, Some(2))?;
+                total_position = Some(s.position);
+            }
+            b"TXI" => {
+                let tax = Tax {
+                    tax_type: r.element(s, 1)?,
+                    category: r.element(s, 6)?,
+                    rate: r.decimal_at(s, 3, None)?,
+                    taxable_amount: r.decimal_at(s, 8, None)?,
+                    amount: r.decimal_at(s, 2, None)?,
+                };
+                if in_line { line_taxes.push(tax) } else { header_taxes.push(tax) }
+            }
+            b"SAC" => {
+                let Some(indicator) = AllowanceOrCharge::of_code(s.element(1)) else { continue };
+                let (amount, percentage) = (r.decimal_at(s, 5, Some(2))?, r.decimal_at(s, 7, None)?);
+                if is_tax_code(s.element(2)) {
+                    let tax = Tax { tax_type: r.element(s, 2)?, rate: percentage, amount, ..Tax::default() };
+                    if in_line { line_taxes.push(tax) } else { header_taxes.push(tax) }
+                    continue;
+                }
+                let charge = AllowanceCharge { kind: indicator, code: r.element(s, 2)?, amount, percentage };
+                match lines.last_mut().filter(|_| in_line) {
+                    Some(line) => line.allowances_charges.push(charge),
+                    None => allowances_charges.push(charge),
+                }
+            }
+            _ => {}
+        }
+    }
+    // The invoice's taxes are its header's; the lines' only where the header states none.
+    let taxes = if header_taxes.is_empty() { merged(line_taxes) } else { header_taxes };
+    let [seller, buyer, invoicee, payee, ship_to] = parties.book();
+    let no_big = || missing(st, "the 810 has no BIG segment (invoice number and date)");
+    let invoice = Invoice {
+        kind,
+        number: number.ok_or_else(no_big)?,
+        issue_date: issue_date.ok_or_else(no_big)?,
+        purchase_order,
+        currency,
+        total: total.ok_or_else(|| missing(st, "the 810 has no TDS segment (total invoice amount)"))?,
+        tax_total: tax_sum(&taxes),
+        tax_rate: single_rate(&taxes),
+        taxes,
+        seller,
+        buyer,
+        invoicee,
+        payee,
+        ship_to,
+        lines,
+        allowances_charges,
+    };
+    let mut warnings = Vec::new();
+    if invoice.currency.is_none() {
+        warnings.push(Warning {
+            document: control_number.to_owned(),
+            segment_position: Some(st.position),
+            message: "the 810 names no currency (no CUR segment): its currency is booked as unknown".to_owned(),
+        });
+    }
+    warnings.extend(reconcile::x12_total(&invoice, total_position.unwrap_or(st.position), control_number));
+    Ok((invoice, warnings))
+}

@@ -10,10 +10,11 @@ use crate::edi::invoice::Party;
 use crate::inbox::resource::InvoiceResource;
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 34] = [
     "invoice_id",
     "interchange_id",
     "invoice_number",
+    "document_kind",
     "issue_date",
     "purchase_order",
     "currency",
@@ -26,12 +27,23 @@ pub const COLUMNS: [&str; 22] = [
     "buyer_qualifier",
     "buyer_id",
     "buyer_name",
+    "invoicee_qualifier",
+    "invoicee_id",
+    "invoicee_name",
+    "payee_qualifier",
+    "payee_id",
+    "payee_name",
+    "ship_to_qualifier",
+    "ship_to_id",
+    "ship_to_name",
     "line_number",
     "product_id",
     "description",
     "quantity",
     "unit",
     "unit_price",
+    "price_kind",
+    "price_basis",
     "line_amount",
 ];
 
@@ -50,6 +62,7 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
             Some(resource.id.to_string()),
             Some(resource.interchange_id.to_string()),
             Some(invoice.number.clone()),
+            Some(invoice.kind.as_str().to_owned()),
             Some(invoice.issue_date.to_string()),
             invoice.purchase_order.clone(),
             invoice.currency.clone(),
@@ -59,9 +72,12 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
         ]
         .into_iter()
         .chain(party(&invoice.seller))
-        .chain(party(&invoice.buyer));
+        .chain(party(&invoice.buyer))
+        .chain(party(&invoice.invoicee))
+        .chain(party(&invoice.payee))
+        .chain(party(&invoice.ship_to));
         let head: Vec<Option<String>> = head.collect();
-        let lines: Vec<[Option<String>; 7]> = invoice
+        let lines: Vec<[Option<String>; 9]> = invoice
             .lines
             .iter()
             .map(|line| {
@@ -72,11 +88,13 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
                     Some(line.quantity.to_string()),
                     line.unit.clone(),
                     text(line.unit_price),
+                    line.price_kind.map(|kind| kind.as_str().to_owned()),
+                    text(line.price_basis),
                     Some(line.amount.to_string()),
                 ]
             })
             .collect();
-        let no_line = [const { None }; 7];
+        let no_line = [const { None }; 9];
         for line in if lines.is_empty() { std::slice::from_ref(&no_line) } else { &lines[..] } {
             record(&mut out, head.iter().chain(line).map(|field| field.clone().unwrap_or_default()));
             records += 1;

@@ -346,6 +346,7 @@ impl<'a> Interchange<'a> {
             Standard::X12 => x12::documents(self),
             Standard::Edifact => edifact::documents(self),
         }?;
+        warn_of_repeated_numbers(&mut documents);
         if let (true, Some(first)) = (self.byte_order_mark, documents.first_mut()) {
             first.warnings.push(Warning {
                 document: first.control_number.clone(),
@@ -522,6 +523,28 @@ fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<()
         format!("data after the {trailer} interchange trailer")
     };
     Err(extra.error(None, message))
+}
+
+/// A second invoice with the number of one before it in the interchange is booked, with a warning
+/// naming the first: a resend inside one file or a partner's numbering error, for a person to judge.
+fn warn_of_repeated_numbers(documents: &mut [Document]) {
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for document in documents {
+        let Some(invoice) = &document.invoice else { continue };
+        match seen.get(&invoice.number) {
+            Some(first) => document.warnings.push(Warning {
+                document: document.control_number.clone(),
+                segment_position: Some(document.position),
+                message: format!(
+                    "invoice number {} is also the number of document {first} in this interchange",
+                    invoice.number
+                ),
+            }),
+            None => {
+                seen.insert(invoice.number.clone(), document.control_number.clone());
+            }
+        }
+    }
 }
 
 /// Control numbers already used at one envelope level, to refuse a repeat (unless lenient).

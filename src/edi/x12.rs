@@ -1,9 +1,10 @@
 //! ASC X12 envelopes: ISA/IEA interchange, GS/GE functional groups, ST/SE transaction sets.
 //!
 //! The ISA is read by counting its 16 element separators rather than by fixed offsets, so an ISA
-//! whose fixed-width fields were not padded still yields its separators and key; the separators are
-//! the ones it declares (element = 4th byte, component = ISA16, terminator = the byte after ISA16,
-//! repetition = ISA11 from version 00501 on).
+//! whose fixed-width fields were not padded still yields its separators and key (and the 422 that
+//! names the element of the wrong width, [`check_isa`]); the separators are the ones it declares
+//! (element = 4th byte, component = ISA16, terminator = the byte after ISA16, repetition = ISA11
+//! from control version 00402 on).
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
 use super::{
@@ -13,6 +14,64 @@ use super::{
 
 /// Number of elements in an ISA segment.
 const ISA_ELEMENTS: usize = 16;
+
+/// The fixed width of ISA01 to ISA16: 106 bytes with the tag, separators and terminator.
+const ISA_WIDTHS: [usize; ISA_ELEMENTS] = [2, 10, 2, 10, 2, 15, 2, 15, 6, 4, 1, 5, 9, 1, 1, 1];
+
+/// The interchange control versions ASC X12 published (ISA12, code source I11).
+const CONTROL_VERSIONS: [&[u8]; 39] = [
+    b"00200", b"00201", b"00204", b"00300", b"00301", b"00302", b"00303", b"00304", b"00305", b"00306",
+    b"00307", b"00400", b"00401", b"00402", b"00403", b"00404", b"00405", b"00406", b"00500", b"00501",
+    b"00502", b"00503", b"00504", b"00505", b"00600", b"00601", b"00602", b"00603", b"00604", b"00605",
+    b"00700", b"00701", b"00702", b"00703", b"00704", b"00705", b"00706", b"00800", b"00801",
+];
+
+/// The control version from which ISA11 is the repetition separator (before it, the standards
+/// identifier `U`).
+const REPETITION_SEPARATOR_FROM: &str = "00402";
+
+/// The ISA as the standard fixes it: each element its width (padded with spaces), ISA12 a published
+/// control version, ISA11 the repetition separator from 00402 on and `U` before. A lenient partner's
+/// ISA only needs its 16 elements.
+fn check_isa(isa: &Segment<'_>) -> Result<(), EdiError> {
+    let invalid = |n: usize, message: String| {
+        isa.error(Some(isa.element_name(n)), message).with_kind(super::ErrorKind::Invalid)
+    };
+    for (n, width) in (1..=ISA_ELEMENTS).zip(ISA_WIDTHS) {
+        let found = isa.element(n).len();
+        if found != width {
+            let name = isa.element_name(n);
+            return Err(invalid(
+                n,
+                format!(
+                    "{name} must be {width} characters wide (the ISA is fixed-width, padded with spaces); it has {found}"
+                ),
+            ));
+        }
+    }
+    let version = isa.element(12);
+    if !CONTROL_VERSIONS.contains(&version) {
+        let version = String::from_utf8_lossy(version);
+        return Err(invalid(12, format!("ISA12 {version:?} is not a published interchange control version")));
+    }
+    let standards = isa.element(11);
+    if version >= REPETITION_SEPARATOR_FROM.as_bytes() {
+        if standards[0].is_ascii_alphanumeric() || standards[0] == b' ' {
+            let found = String::from_utf8_lossy(standards);
+            return Err(invalid(
+                11,
+                format!("ISA11 is the repetition separator from control version 00402 on, not {found:?}"),
+            ));
+        }
+    } else if standards != b"U" {
+        let found = String::from_utf8_lossy(standards);
+        return Err(invalid(
+            11,
+            format!("ISA11 must be U (the standards identifier) before control version 00402, not {found:?}"),
+        ));
+    }
+    Ok(())
+}
 
 pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interchange<'_>, EdiError> {
     let body = &input[start..];
@@ -48,7 +107,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         Delimiters { segment: terminator, element, component, repetition: None, release: None };
     let isa = Segment { position: 1, offset: start, bytes: isa_bytes, terminated: true, delimiters };
     let field = |n: usize| String::from_utf8_lossy(isa.element(n)).trim().to_owned();
-    if field(12).as_str() >= "00501" {
+    if field(12).as_str() >= REPETITION_SEPARATOR_FROM {
         delimiters.repetition = isa.element(11).first().copied();
     }
     let envelope = Envelope {
@@ -83,6 +142,9 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
 pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError> {
     let segments = &ic.segments;
     let isa = &segments[0];
+    if !ic.lenient {
+        check_isa(isa)?;
+    }
     let mut documents = Vec::new();
     let (mut group_numbers, mut set_numbers) = (Unique::new(ic), Unique::new(ic));
     let mut groups = 0;
@@ -293,7 +355,10 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
     fn totals_that_disagree_with_lines_are_warnings() {
         let ic = read(ONE_810).unwrap();
         let warnings = &ic.documents().unwrap()[0].warnings;
-        assert!(warnings.len() == 1 && warnings[0].message.contains("booked as unknown"), "no CUR: {warnings:?}");
+        assert!(
+            warnings.len() == 1 && warnings[0].message.contains("booked as unknown"),
+            "no CUR: {warnings:?}"
+        );
         let off = String::from_utf8(ONE_810.to_vec()).unwrap().replace("TDS*300", "TDS*301");
         let docs = read(off.as_bytes()).unwrap().documents().unwrap();
         let warning = &docs[0].warnings[1];

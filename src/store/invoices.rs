@@ -259,7 +259,10 @@ impl JoinedLine {
             product_ids: json(self.product_ids.as_deref().unwrap_or("[]"), "product_ids")?,
             description: self.description,
             amount: decimal(&amount)?,
-            allowances_charges: json(self.line_allowances_charges.as_deref().unwrap_or("[]"), "allowances_charges")?,
+            allowances_charges: json(
+                self.line_allowances_charges.as_deref().unwrap_or("[]"),
+                "allowances_charges",
+            )?,
         }))
     }
 }

@@ -376,7 +376,11 @@ pub fn numbered(control: u32) -> Vec<u8> {
 }
 
 pub fn content_type_of(path: &str) -> &'static str {
-    if path.starts_with("edifact") { "application/edifact" } else { "application/edi-x12" }
+    if path.starts_with("edifact") || path.contains("/invoic") {
+        "application/edifact"
+    } else {
+        "application/edi-x12"
+    }
 }
 
 /// Runs an async test body once per backend, each as its own test.

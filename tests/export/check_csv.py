@@ -15,10 +15,12 @@ import sys
 
 
 COLUMNS = [
-    "invoice_id", "interchange_id", "invoice_number", "issue_date", "purchase_order", "currency",
-    "invoice_total", "tax_total", "tax_rate", "seller_qualifier", "seller_id", "seller_name",
-    "buyer_qualifier", "buyer_id", "buyer_name", "line_number", "product_id", "description",
-    "quantity", "unit", "unit_price", "line_amount",
+    "invoice_id", "interchange_id", "invoice_number", "document_kind", "issue_date", "purchase_order",
+    "currency", "invoice_total", "tax_total", "tax_rate", "seller_qualifier", "seller_id", "seller_name",
+    "buyer_qualifier", "buyer_id", "buyer_name", "invoicee_qualifier", "invoicee_id", "invoicee_name",
+    "payee_qualifier", "payee_id", "payee_name", "ship_to_qualifier", "ship_to_id", "ship_to_name",
+    "line_number", "product_id", "description", "quantity", "unit", "unit_price", "price_kind",
+    "price_basis", "line_amount",
 ]
 
 
@@ -48,17 +50,19 @@ def party(invoice, name):
 
 def expected_records(invoice):
     head = [
-        invoice["id"], invoice["interchange_id"], invoice["number"], invoice["issue_date"],
-        text(invoice.get("purchase_order")), invoice["currency"], invoice["total"],
+        invoice["id"], invoice["interchange_id"], invoice["number"], invoice["kind"], invoice["issue_date"],
+        text(invoice.get("purchase_order")), text(invoice.get("currency")), invoice["total"],
         text(invoice.get("tax_total")), text(invoice.get("tax_rate")),
-        *party(invoice, "seller"), *party(invoice, "buyer"),
+        *party(invoice, "seller"), *party(invoice, "buyer"), *party(invoice, "invoicee"),
+        *party(invoice, "payee"), *party(invoice, "ship_to"),
     ]
     lines = invoice.get("lines") or []
     if not lines:
-        return [[cell(v) for v in head + [""] * 7]]
+        return [[cell(v) for v in head + [""] * 9]]
     return [
         [cell(v) for v in head + [str(l["number"]), text(l.get("product_id")), text(l.get("description")),
-                                  l["quantity"], text(l.get("unit")), text(l.get("unit_price")), l["amount"]]]
+                                  l["quantity"], text(l.get("unit")), text(l.get("unit_price")),
+                                  text(l.get("price_kind")), text(l.get("price_basis")), l["amount"]]]
         for l in lines
     ]
 

@@ -8,8 +8,8 @@ use rust_decimal::Decimal;
 
 use super::reader::{Reader, line_amount, missing};
 use super::{
-    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PriceKind, ProductId,
-    Role, Tax, merged, reconcile, single_rate, tax_sum,
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PriceKind,
+    ProductId, Role, Tax, merged, reconcile, single_rate, tax_sum,
 };
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
@@ -105,7 +105,9 @@ pub(in crate::edi) fn from_invoic(
                 let date = r.date(s, Some(stated), 1, s.component(1, 3))?;
                 if s.component(1, 1) == b"137" { issue_date = date } else { invoice_date = date }
             }
-            b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => purchase_order = r.component(s, 1, 2)?,
+            b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => {
+                purchase_order = r.component(s, 1, 2)?
+            }
             b"CUX" => currency = currency.or(r.component(s, 1, 2)?),
             b"NAD" => {
                 let Some((role, rank)) = ROLES
@@ -119,7 +121,11 @@ pub(in crate::edi) fn from_invoic(
                     (1..=5).map(|c| r.component(s, name_element, c)).collect::<Result<Vec<_>, _>>()?;
                 let name = Some(name_parts.into_iter().flatten().collect::<Vec<_>>().join(" "))
                     .filter(|n| !n.is_empty());
-                parties.offer(role, rank, Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? });
+                parties.offer(
+                    role,
+                    rank,
+                    Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? },
+                );
             }
             b"LIN" => {
                 section = Section::Line;
@@ -172,7 +178,9 @@ pub(in crate::edi) fn from_invoic(
             }
             b"PRI" if section == Section::Line => {
                 let Some(price_kind) = PriceKind::of_qualifier(s.component(1, 1)) else { continue };
-                if let Some(read) = lines.last_mut().filter(|read| read.line.price_kind.is_none_or(|kept| price_kind < kept)) {
+                if let Some(read) =
+                    lines.last_mut().filter(|read| read.line.price_kind.is_none_or(|kept| price_kind < kept))
+                {
                     read.line.unit_price = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
                     read.line.price_kind = Some(price_kind);
                     read.line.price_basis = r.decimal(s, r.component(s, 1, 5)?, 1, None)?;
@@ -340,14 +348,22 @@ pub(in crate::edi) fn from_invoic(
         warnings.push(Warning {
             document: control_number.to_owned(),
             segment_position: Some(unh.position),
-            message: "the INVOIC names no currency (no CUX, no MOA with one): its currency is booked as unknown"
-                .to_owned(),
+            message:
+                "the INVOIC names no currency (no CUX, no MOA with one): its currency is booked as unknown"
+                    .to_owned(),
         });
     }
     let total_qualifier = String::from_utf8_lossy(total_qualifier);
     if let Some((lines_stated, position)) = stated(b"79").filter(|_| total_qualifier != "79") {
         let computed = reconcile::lines_total(&invoice, false);
-        warnings.extend(reconcile::stated("MOA 79 line total", lines_stated, "the sum of the lines", computed, position, control_number));
+        warnings.extend(reconcile::stated(
+            "MOA 79 line total",
+            lines_stated,
+            "the sum of the lines",
+            computed,
+            position,
+            control_number,
+        ));
     }
     warnings.extend(reconcile::invoic_total(&invoice, &total_qualifier, total_position, control_number));
     Ok((invoice, warnings))
@@ -369,7 +385,10 @@ fn open_charge<'l>(
 /// amounts the summary has.
 fn no_total(unh: &Segment<'_>, uns: bool, summary: &[(&[u8], Option<Decimal>, usize)]) -> EdiError {
     if !uns {
-        return missing(unh, "the INVOIC has no UNS segment: its summary (the invoice total, MOA 77, 86, 39, 9, 128 or 79) is missing");
+        return missing(
+            unh,
+            "the INVOIC has no UNS segment: its summary (the invoice total, MOA 77, 86, 39, 9, 128 or 79) is missing",
+        );
     }
     let found: Vec<String> =
         summary.iter().map(|(q, ..)| format!("MOA {}", String::from_utf8_lossy(q))).collect();

@@ -94,10 +94,15 @@ impl TryFrom<String> for DocumentKind {
     type Error = String;
 
     fn try_from(text: String) -> Result<DocumentKind, String> {
-        [DocumentKind::Invoice, DocumentKind::CreditNote, DocumentKind::DebitNote, DocumentKind::CorrectedInvoice]
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-            .ok_or_else(|| format!("{text:?} is not a document kind"))
+        [
+            DocumentKind::Invoice,
+            DocumentKind::CreditNote,
+            DocumentKind::DebitNote,
+            DocumentKind::CorrectedInvoice,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == text)
+        .ok_or_else(|| format!("{text:?} is not a document kind"))
     }
 }
 
@@ -235,7 +240,7 @@ pub struct AllowanceCharge {
     pub percentage: Option<Decimal>,
 }
 
-/// Whether an [`AllowanceCharge`] lowers or raises the amount (SAC01 / ALC 5463: `A` or `C`).
+/// Whether an allowance or charge lowers or raises the amount (SAC01 / ALC 5463: `A` or `C`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AllowanceOrCharge {
@@ -308,7 +313,8 @@ impl Parties {
     /// the payee and the buyer to the invoicee.
     fn book(self) -> [Option<Party>; 5] {
         let [seller, buyer, invoicee, payee, ship_to] =
-            [self.seller, self.buyer, self.invoicee, self.payee, self.ship_to].map(|slot| slot.map(|(_, p)| p));
+            [self.seller, self.buyer, self.invoicee, self.payee, self.ship_to]
+                .map(|slot| slot.map(|(_, p)| p));
         [seller.or_else(|| payee.clone()), buyer.or_else(|| invoicee.clone()), invoicee, payee, ship_to]
     }
 }
@@ -337,7 +343,11 @@ fn merged(taxes: Vec<Tax>) -> Vec<Tax> {
 
 /// The sum of the taxes' amounts; `None` when none states one.
 fn tax_sum(taxes: &[Tax]) -> Option<Decimal> {
-    taxes.iter().any(|tax| tax.amount.is_some()).then(|| sum(taxes.iter().filter_map(|tax| tax.amount))).flatten()
+    taxes
+        .iter()
+        .any(|tax| tax.amount.is_some())
+        .then(|| sum(taxes.iter().filter_map(|tax| tax.amount)))
+        .flatten()
 }
 
 /// The one rate all of `taxes` are at, if they are at one.

@@ -27,7 +27,12 @@ impl Reader<'_, '_> {
         self.text(segment, segment.element(n), n)
     }
 
-    pub fn component(&self, segment: &Fields<'_, '_>, n: usize, c: usize) -> Result<Option<String>, EdiError> {
+    pub fn component(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        c: usize,
+    ) -> Result<Option<String>, EdiError> {
         self.text(segment, segment.component(n, c), n)
     }
 

@@ -121,3 +121,113 @@ fn invoic_totals_are_cross_checked_as_warnings() {
     let positions: Vec<_> = warnings.iter().map(|w| w.segment_position).collect();
     assert_eq!(positions, [Some(10), Some(13)], "{warnings:?}");
 }
+
+/// The one-message [`INVOIC`] as edited, its UNT01 counted again.
+fn recounted(text: &str) -> String {
+    let count =
+        text.split('\'').skip_while(|s| !s.starts_with("UNH")).take_while(|s| !s.starts_with("UNT")).count()
+            + 1;
+    let start = text.find("UNT+").unwrap();
+    let end = start + text[start..].find("+1'").unwrap();
+    format!("{}UNT+{count}{}", &text[..start], &text[end..])
+}
+
+fn booked(text: &str) -> (crate::edi::Invoice, Vec<crate::edi::Warning>) {
+    let text = if text.contains("UNT+") { recounted(text) } else { text.to_owned() };
+    let mut documents = read(text.as_bytes()).unwrap().documents().unwrap();
+    let document = documents.remove(0);
+    (document.invoice.unwrap(), document.warnings)
+}
+
+#[test]
+fn an_invoic_without_uns_is_refused_for_its_missing_summary() {
+    let error = error_of(&recounted(&INVOIC.replace("UNS+S'", "")));
+    assert!(error.message.contains("has no UNS segment"), "{error:?}");
+}
+
+#[test]
+fn the_document_kind_follows_big07_and_bgm_1001() {
+    use crate::edi::invoice::DocumentKind::*;
+    for (code, kind) in [
+        ("380", Invoice),
+        ("381", CreditNote),
+        ("261", CreditNote),
+        ("383", DebitNote),
+        ("384", CorrectedInvoice),
+    ] {
+        assert_eq!(booked(&INVOIC.replace("BGM+380", &format!("BGM+{code}"))).0.kind, kind, "BGM {code}");
+    }
+    for (big07, kind) in
+        [("", Invoice), ("DI", Invoice), ("CR", CreditNote), ("DR", DebitNote), ("CO", CorrectedInvoice)]
+    {
+        let text = X12.replace("BIG*20260317*INV-7~", &format!("BIG*20260317*INV-7*****{big07}~"));
+        assert_eq!(booked(&text).0.kind, kind, "BIG07 {big07}");
+    }
+}
+
+#[test]
+fn a_line_price_is_the_preferred_kind_with_its_basis() {
+    use crate::edi::invoice::PriceKind;
+    let priced = |prices: &str| {
+        let line =
+            booked(&INVOIC.replace("MOA+203:10.00'", &format!("MOA+203:10.00'{prices}"))).0.lines.remove(0);
+        (line.unit_price.map(|p| p.to_string()), line.price_kind, line.price_basis.map(|b| b.to_string()))
+    };
+    assert_eq!(priced("PRI+AAB:6'PRI+AAA:5'"), (Some("5".into()), Some(PriceKind::Net), None));
+    assert_eq!(priced("PRI+CAL:4'PRI+INV:5'"), (Some("5".into()), Some(PriceKind::Invoice), None));
+    assert_eq!(priced("PRI+AAA:500:::100'"), (Some("500".into()), Some(PriceKind::Net), Some("100".into())));
+    // X12 IT105 HP: the price is per hundred.
+    let x12 = X12.replace("IT1*1*2*EA*1.50~", "IT1*1*200*EA*1.50*HP~");
+    let (invoice, warnings) = booked(&x12);
+    assert_eq!((invoice.lines[0].amount, invoice.lines[0].price_basis), (3.into(), Some(100.into())));
+    assert!(warnings.iter().all(|w| !w.message.contains("TDS01")), "{warnings:?}");
+}
+
+#[test]
+fn a_line_amount_that_is_not_quantity_times_price_is_a_warning() {
+    let text = INVOIC.replace("MOA+203:10.00'", "MOA+203:10.00'PRI+AAA:4.00'");
+    let (_, warnings) = booked(&text);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].segment_position, Some(8));
+    assert_eq!(warnings[0].message, "line 1 amount 10.00 differs from quantity × net price ÷ basis (8.00)");
+}
+
+#[test]
+fn a_second_invoice_with_the_same_number_is_a_warning() {
+    let set = "ST*810*0002~BIG*20260317*INV-7~IT1*1*2*EA*1.50~TDS*300~SE*5*0002~";
+    let text = X12.replace("GE*1*7~", &format!("{set}GE*2*7~"));
+    let documents = read(text.as_bytes()).unwrap().documents().unwrap();
+    assert!(documents[0].warnings.iter().all(|w| !w.message.contains("also the number")));
+    let repeated: Vec<_> =
+        documents[1].warnings.iter().filter(|w| w.message.contains("also the number")).collect();
+    assert_eq!(repeated.len(), 1, "{:?}", documents[1].warnings);
+    assert_eq!(
+        repeated[0].message,
+        "invoice number INV-7 is also the number of document 0001 in this interchange"
+    );
+}
+
+#[test]
+fn the_isa_is_fixed_width_with_a_published_version() {
+    let cases = [
+        ("*00*          *00*          *", "*00* *00* *", "ISA02"),
+        ("*ZZ*ACME           *", "*ZZ*ACME*", "ISA06"),
+        ("*ZZ*BUYER          *", "*ZZ*BUYER*", "ISA08"),
+        ("*U*00401*", "*U*00040*", "ISA12"),
+        ("*U*00401*", "*^*00401*", "ISA11"),
+        ("*U*00401*", "*U*00501*", "ISA11"),
+    ];
+    for (from, to, element) in cases {
+        let error = error_of(&X12.replace(from, to));
+        assert_eq!(
+            (error.segment_position, error.element.as_deref()),
+            (Some(1), Some(element)),
+            "{to}: {error:?}"
+        );
+    }
+    // 00501 with a repetition separator is as the standard says.
+    assert!(read(X12.replace("*U*00401*", "*^*00501*").as_bytes()).unwrap().documents().is_ok());
+    // A lenient partner's ISA only needs its elements.
+    let short = X12.replace("*ZZ*ACME           *", "*ZZ*ACME*");
+    assert!(read(short.as_bytes()).unwrap().lenient().documents().is_ok());
+}

@@ -28,7 +28,10 @@ fn is_tax_code(code: &[u8]) -> bool {
     code == b"D360"
         || (code.len() == 4
             && code[0] == b'H'
-            && std::str::from_utf8(&code[1..]).ok().and_then(|n| n.parse::<u16>().ok()).is_some_and(|n| (650..=850).contains(&n)))
+            && std::str::from_utf8(&code[1..])
+                .ok()
+                .and_then(|n| n.parse::<u16>().ok())
+                .is_some_and(|n| (650..=850).contains(&n)))
 }
 
 /// BIG07 (code list 640).
@@ -141,7 +144,11 @@ pub(in crate::edi) fn from_810(
                 let (amount, percentage) = (r.decimal_at(s, 5, Some(2))?, r.decimal_at(s, 7, None)?);
                 if is_tax_code(s.element(2)) {
                     let tax = Tax { tax_type: r.element(s, 2)?, rate: percentage, amount, ..Tax::default() };
-                    if in_line { line_taxes.push(tax) } else { header_taxes.push(tax) }
+                    if in_line {
+                        line_taxes.push(tax)
+                    } else {
+                        header_taxes.push(tax)
+                    }
                     continue;
                 }
                 let charge = AllowanceCharge { kind: indicator, code: r.element(s, 2)?, amount, percentage };
@@ -180,7 +187,8 @@ pub(in crate::edi) fn from_810(
         warnings.push(Warning {
             document: control_number.to_owned(),
             segment_position: Some(st.position),
-            message: "the 810 names no currency (no CUR segment): its currency is booked as unknown".to_owned(),
+            message: "the 810 names no currency (no CUR segment): its currency is booked as unknown"
+                .to_owned(),
         });
     }
     warnings.extend(reconcile::x12_total(&invoice, total_position.unwrap_or(st.position), control_number));

@@ -438,8 +438,16 @@ impl<'a> Interchange<'a> {
         self.segments.iter().find_map(nul_byte).map_or(Ok(()), Err)
     }
 
-    /// Decodes an element's text: release characters removed, charset applied.
+    /// Decodes an element's text: release characters removed, charset applied. Printable ASCII
+    /// without a release character, nearly every element, reads the same in every ASCII-compatible
+    /// character set and is taken as it stands.
     fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
+        let release = self.delimiters.release;
+        if self.charset.is_ascii_compatible()
+            && raw.iter().all(|&b| matches!(b, b' '..=b'~') && Some(b) != release)
+        {
+            return Ok(std::str::from_utf8(raw).unwrap_or_default().trim_end().to_owned());
+        }
         let unescaped = syntax::unescape(raw, self.delimiters.release);
         let decoded = match self.charset.decode(&unescaped) {
             Err(_) if self.lenient => Charset::Latin1.decode(&unescaped),
@@ -528,22 +536,32 @@ fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<()
 /// A second invoice with the number of one before it in the interchange is booked, with a warning
 /// naming the first: a resend inside one file or a partner's numbering error, for a person to judge.
 fn warn_of_repeated_numbers(documents: &mut [Document]) {
-    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for document in documents {
-        let Some(invoice) = &document.invoice else { continue };
-        match seen.get(&invoice.number) {
-            Some(first) => document.warnings.push(Warning {
-                document: document.control_number.clone(),
-                segment_position: Some(document.position),
-                message: format!(
-                    "invoice number {} is also the number of document {first} in this interchange",
-                    invoice.number
-                ),
-            }),
-            None => {
-                seen.insert(invoice.number.clone(), document.control_number.clone());
+    if documents.len() < 2 {
+        return;
+    }
+    let mut first_of = std::collections::HashMap::with_capacity(documents.len());
+    let mut repeated = Vec::new();
+    for (at, document) in documents.iter().enumerate() {
+        if let Some(invoice) = &document.invoice {
+            let first = *first_of.entry(invoice.number.as_str()).or_insert(at);
+            if first != at {
+                repeated.push((at, first));
             }
         }
+    }
+    for (at, first) in repeated {
+        let (number, first) = match (&documents[at].invoice, &documents[first]) {
+            (Some(invoice), first) => (invoice.number.clone(), first.control_number.clone()),
+            (None, _) => continue,
+        };
+        let document = &mut documents[at];
+        document.warnings.push(Warning {
+            document: document.control_number.clone(),
+            segment_position: Some(document.position),
+            message: format!(
+                "invoice number {number} is also the number of document {first} in this interchange"
+            ),
+        });
     }
 }
 

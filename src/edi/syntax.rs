@@ -34,6 +34,14 @@ pub enum Charset {
 
 impl Charset {
     /// Decodes `bytes`, or returns the offset of the first byte that is not valid in this charset.
+    /// Whether bytes 0x20–0x7E mean the ASCII characters in this character set.
+    pub fn is_ascii_compatible(&self) -> bool {
+        match self {
+            Charset::Ascii | Charset::Latin1 => true,
+            Charset::Other(encoding) => encoding.is_ascii_compatible(),
+        }
+    }
+
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, str>, usize> {
         match self {
             Charset::Ascii if !bytes.is_ascii() => Err(bytes.iter().position(|b| !b.is_ascii()).unwrap_or(0)),

@@ -14,14 +14,21 @@ use super::{
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
 
-/// NAD 3035 codes by role, each list in order of precedence.
-const ROLES: [(Role, &[&[u8]]); 5] = [
-    (Role::Seller, &[b"SE", b"SU", b"II"]),
-    (Role::Buyer, &[b"BY"]),
-    (Role::Invoicee, &[b"IV"]),
-    (Role::Payee, &[b"PE"]),
-    (Role::ShipTo, &[b"DP", b"ST"]),
-];
+/// The role a NAD 3035 code names, and its rank among the codes of that role (0 is preferred): the
+/// seller is SE, else SU, else II; the ship-to DP, else ST.
+fn role_of(code: &[u8]) -> Option<(Role, usize)> {
+    Some(match code {
+        b"SE" => (Role::Seller, 0),
+        b"SU" => (Role::Seller, 1),
+        b"II" => (Role::Seller, 2),
+        b"BY" => (Role::Buyer, 0),
+        b"IV" => (Role::Invoicee, 0),
+        b"PE" => (Role::Payee, 0),
+        b"DP" => (Role::ShipTo, 0),
+        b"ST" => (Role::ShipTo, 1),
+        _ => return None,
+    })
+}
 
 /// The amounts an INVOIC's total is read from, first found first (code list 5025): 77 invoice
 /// amount, 86 message total, 39 invoice total amount, 9 amount due, 128 total amount, 79 line items
@@ -110,12 +117,7 @@ pub(in crate::edi) fn from_invoic(
             }
             b"CUX" => currency = currency.or(r.component(s, 1, 2)?),
             b"NAD" => {
-                let Some((role, rank)) = ROLES
-                    .iter()
-                    .find_map(|(role, codes)| Some((*role, codes.iter().position(|c| *c == s.element(1))?)))
-                else {
-                    continue;
-                };
+                let Some((role, rank)) = role_of(s.element(1)) else { continue };
                 let name_element = if s.element(4).is_empty() { 3 } else { 4 };
                 let name_parts =
                     (1..=5).map(|c| r.component(s, name_element, c)).collect::<Result<Vec<_>, _>>()?;
@@ -172,7 +174,7 @@ pub(in crate::edi) fn from_invoic(
             }
             b"QTY" if section == Section::Line && group == Group::None && s.component(1, 1) == b"47" => {
                 if let Some(read) = lines.last_mut() {
-                    read.line.quantity = r.decimal(s, r.component(s, 1, 2)?, 1, None)?.unwrap_or_default();
+                    read.line.quantity = r.component_decimal(s, 1, 2)?.unwrap_or_default();
                     read.line.unit = r.component(s, 1, 3)?;
                 }
             }
@@ -181,9 +183,9 @@ pub(in crate::edi) fn from_invoic(
                 if let Some(read) =
                     lines.last_mut().filter(|read| read.line.price_kind.is_none_or(|kept| price_kind < kept))
                 {
-                    read.line.unit_price = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                    read.line.unit_price = r.component_decimal(s, 1, 2)?;
                     read.line.price_kind = Some(price_kind);
-                    read.line.price_basis = r.decimal(s, r.component(s, 1, 5)?, 1, None)?;
+                    read.line.price_basis = r.component_decimal(s, 1, 5)?;
                 }
             }
             b"TAX" if s.component(1, 1) == b"7" => {
@@ -191,7 +193,7 @@ pub(in crate::edi) fn from_invoic(
                 let tax = Tax {
                     tax_type: r.component(s, 2, 1)?,
                     category: r.element(s, 6)?,
-                    rate: r.decimal(s, r.component(s, 5, 4)?, 5, None)?,
+                    rate: r.component_decimal(s, 5, 4)?,
                     ..Tax::default()
                 };
                 match (section, lines.last_mut()) {
@@ -212,14 +214,14 @@ pub(in crate::edi) fn from_invoic(
                 }
             }
             b"PCD" if group == Group::Charge(true) => {
-                let percentage = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                let percentage = r.component_decimal(s, 1, 2)?;
                 if let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges) {
                     charge.percentage = charge.percentage.or(percentage);
                 }
             }
             b"MOA" => {
                 let qualifier = s.component(1, 1);
-                let amount = r.decimal(s, r.component(s, 1, 2)?, 1, None)?;
+                let amount = r.component_decimal(s, 1, 2)?;
                 if currency.is_none() {
                     currency = r.component(s, 1, 3)?;
                 }

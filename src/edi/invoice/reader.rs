@@ -43,21 +43,64 @@ impl Reader<'_, '_> {
         n: usize,
         what: &str,
     ) -> Result<String, EdiError> {
-        value.ok_or_else(|| {
-            segment
-                .error(
-                    Some(segment.element_name(n)),
-                    format!("{} ({what}) is required", segment.element_name(n)),
-                )
-                .with_kind(ErrorKind::Missing)
-        })
+        value.ok_or_else(|| absent(segment, n, what))
     }
 
-    /// A decimal in the interchange's notation; `implied` decimals for X12 N-type elements.
-    pub fn decimal(
+    /// The decimal in raw element (or component) bytes of element `n`, in the interchange's
+    /// notation; `implied` decimals for X12 N-type elements. Plain ASCII, the common case, is read
+    /// where it stands; anything else is decoded first, so that an error shows the text.
+    fn number(
         &self,
         segment: &Segment<'_>,
-        value: Option<String>,
+        raw: &[u8],
+        n: usize,
+        implied: Option<u32>,
+    ) -> Result<Option<Decimal>, EdiError> {
+        let release = self.ic.delimiters.release;
+        if raw.iter().all(|&b| b.is_ascii_graphic() && Some(b) != release) {
+            let Ok(text) = std::str::from_utf8(raw) else { unreachable!("ASCII is UTF-8") };
+            return self.decimal(segment, Some(text).filter(|t| !t.is_empty()), n, implied);
+        }
+        let text = self.text(segment, raw, n)?;
+        self.decimal(segment, text.as_deref(), n, implied)
+    }
+
+    /// The decimal in element `n`.
+    pub fn decimal_at(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        implied: Option<u32>,
+    ) -> Result<Option<Decimal>, EdiError> {
+        self.number(segment, segment.element(n), n, implied)
+    }
+
+    /// The decimal in component `c` of element `n`.
+    pub fn component_decimal(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        c: usize,
+    ) -> Result<Option<Decimal>, EdiError> {
+        self.number(segment, segment.component(n, c), n, None)
+    }
+
+    /// The decimal in element `n`, which is required (`what` names it).
+    pub fn required_decimal(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        what: &str,
+        implied: Option<u32>,
+    ) -> Result<Decimal, EdiError> {
+        self.decimal_at(segment, n, implied)?.ok_or_else(|| absent(segment, n, what))
+    }
+
+    /// `value` as a decimal in the interchange's notation (see [`Reader::number`]).
+    fn decimal(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<&str>,
         n: usize,
         implied: Option<u32>,
     ) -> Result<Option<Decimal>, EdiError> {
@@ -74,10 +117,10 @@ impl Reader<'_, '_> {
                 )
                 .with_kind(ErrorKind::Invalid)
         };
-        let normalized = if self.ic.decimal_mark == b'.' {
-            text.clone()
+        let normalized: std::borrow::Cow<'_, str> = if self.ic.decimal_mark == b'.' {
+            text.into()
         } else {
-            text.replace(char::from(self.ic.decimal_mark), ".")
+            text.replace(char::from(self.ic.decimal_mark), ".").into()
         };
         let plain = normalized.strip_prefix('-').unwrap_or(&normalized);
         let well_formed = !plain.is_empty()
@@ -92,16 +135,6 @@ impl Reader<'_, '_> {
             value.set_scale(scale).map_err(|_| invalid())?;
         }
         Ok(Some(value))
-    }
-
-    /// The decimal in element `n` (`implied` as [`Reader::decimal`]).
-    pub fn decimal_at(
-        &self,
-        segment: &Fields<'_, '_>,
-        n: usize,
-        implied: Option<u32>,
-    ) -> Result<Option<Decimal>, EdiError> {
-        self.decimal(segment, self.element(segment, n)?, n, implied)
     }
 
     /// The date in element `n`, written as `format` says (EDIFACT code list 2379: 102 CCYYMMDD, 203
@@ -136,6 +169,12 @@ impl Reader<'_, '_> {
             .map(|at| at.date());
         read.map(Some).ok_or_else(|| invalid(format!("{element} must be a date {pattern}, found {text:?}")))
     }
+}
+
+/// Element `n` (`what`) is required and absent.
+fn absent(segment: &Segment<'_>, n: usize, what: &str) -> EdiError {
+    let name = segment.element_name(n);
+    segment.error(Some(name.clone()), format!("{name} ({what}) is required")).with_kind(ErrorKind::Missing)
 }
 
 /// A document's required part is missing: reported at its header (ST / UNH).

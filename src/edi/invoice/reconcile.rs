@@ -61,7 +61,7 @@ pub(super) fn invoic_total(
     } else {
         (expected_total(invoice, lines), "the lines plus charges less allowances plus tax")
     };
-    stated(&format!("MOA {qualifier} total"), invoice.total, parts, computed, position, document)
+    stated(format_args!("MOA {qualifier} total"), invoice.total, parts, computed, position, document)
 }
 
 /// A line's stated amount (MOA 203) against quantity × price ÷ basis (`computed`), less its
@@ -85,7 +85,7 @@ pub(super) fn line_amount(line: &InvoiceLine, computed: Decimal) -> Option<Strin
 
 /// Two figures for one amount: the stated one (`what`, at `position`) and the sum of its `parts`.
 pub(super) fn stated(
-    what: &str,
+    what: impl std::fmt::Display,
     stated: Decimal,
     parts: &str,
     computed: Option<Decimal>,

@@ -13,14 +13,22 @@ use super::{
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
 
-/// N101 codes by role, each list in order of precedence.
-const ROLES: [(Role, &[&[u8]]); 5] = [
-    (Role::Seller, &[b"SE", b"VN", b"SU"]),
-    (Role::Buyer, &[b"BY"]),
-    (Role::Invoicee, &[b"BT"]),
-    (Role::Payee, &[b"RI", b"RE", b"PE"]),
-    (Role::ShipTo, &[b"ST"]),
-];
+/// The role an N101 code names, and its rank among the codes of that role (0 is preferred): the
+/// seller is SE, else VN, else SU; the payee RI, else RE, else PE.
+fn role_of(code: &[u8]) -> Option<(Role, usize)> {
+    Some(match code {
+        b"SE" => (Role::Seller, 0),
+        b"VN" => (Role::Seller, 1),
+        b"SU" => (Role::Seller, 2),
+        b"BY" => (Role::Buyer, 0),
+        b"BT" => (Role::Invoicee, 0),
+        b"RI" => (Role::Payee, 0),
+        b"RE" => (Role::Payee, 1),
+        b"PE" => (Role::Payee, 2),
+        b"ST" => (Role::ShipTo, 0),
+        _ => return None,
+    })
+}
 
 /// SAC02 codes that are a tax, not a charge (code list 1300): D360 Goods and Services Tax, and the
 /// H650–H850 "Tax - …" codes.
@@ -81,23 +89,15 @@ pub(in crate::edi) fn from_810(
             }
             b"CUR" => currency = r.element(s, 2)?,
             b"N1" => {
-                for (role, codes) in ROLES {
-                    if let Some(rank) = codes.iter().position(|code| *code == s.element(1)) {
-                        let party = Party {
-                            name: r.element(s, 2)?,
-                            qualifier: r.element(s, 3)?,
-                            id: r.element(s, 4)?,
-                        };
-                        parties.offer(role, rank, party);
-                    }
+                if let Some((role, rank)) = role_of(s.element(1)) {
+                    let party =
+                        Party { name: r.element(s, 2)?, qualifier: r.element(s, 3)?, id: r.element(s, 4)? };
+                    parties.offer(role, rank, party);
                 }
             }
             b"IT1" => {
-                let quantity =
-                    r.decimal(s, Some(r.required(s, r.element(s, 2)?, 2, "quantity invoiced")?), 2, None)?;
-                let unit_price =
-                    r.decimal(s, Some(r.required(s, r.element(s, 4)?, 4, "unit price")?), 4, None)?;
-                let (quantity, unit_price) = (quantity.unwrap_or_default(), unit_price.unwrap_or_default());
+                let quantity = r.required_decimal(s, 2, "quantity invoiced", None)?;
+                let unit_price = r.required_decimal(s, 4, "unit price", None)?;
                 let price_basis = basis_of(s.element(5));
                 let mut product_ids = Vec::new();
                 for pair in 0..10 {
@@ -125,8 +125,7 @@ pub(in crate::edi) fn from_810(
                 }
             }
             b"TDS" => {
-                let stated = r.required(s, r.element(s, 1)?, 1, "total invoice amount")?;
-                total = r.decimal(s, Some(stated), 1, Some(2))?;
+                total = Some(r.required_decimal(s, 1, "total invoice amount", Some(2))?);
                 total_position = Some(s.position);
             }
             b"TXI" => {

@@ -1,0 +1,111 @@
+//! Migration 0012 (the invoice model) on a database that already holds what the previous model
+//! booked: the rows survive (SQLite rebuilds `invoices`, which must not cascade to the lines), a
+//! replay answers the stored bytes, and reading the invoice gives its tax as one entry of `taxes`
+//! and its product id as one entry of `product_ids`, on SQLite and PostgreSQL.
+
+mod common;
+
+use std::str::FromStr;
+
+use common::{Backend, TestApp, TestDb, database_config, fixture, server_config};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// The previous model's answer, stored with the interchange: a replay must give it back unchanged.
+const STORED_ANSWER: &str = r#"{"id":"stored","status":"processed","invoices":[{"number":"INV-1042","currency":"USD","total":"300.00"}],"warnings":[]}"#;
+
+/// The rows the previous model wrote for one 810, as SQL literals of `backend`.
+fn previous_rows(backend: Backend, payload: &[u8], fingerprint: &str, ids: [Uuid; 3]) -> String {
+    let uuid = |id: Uuid| match backend {
+        Backend::Sqlite => format!("X'{}'", id.simple()),
+        Backend::Postgres => format!("'{id}'"),
+    };
+    let bytes = match backend {
+        Backend::Sqlite => format!("X'{}'", hex(payload)),
+        Backend::Postgres => format!("'\\x{}'::bytea", hex(payload)),
+    };
+    let [inbox, document, invoice] = ids.map(uuid);
+    format!(
+        "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier, \
+         receiver_id, control_number, payload_sha256, payload, content_type, status, response_body, received_at, \
+         processed_at) VALUES ({inbox}, 'x12:ZZ:ACMESUPPLY', '000001142', 'x12', 'ZZ', 'ACMESUPPLY', 'ZZ', 'BUYERCO', \
+         '000001142', '{fingerprint}', {bytes}, 'application/edi-x12', 'processed', '{STORED_ANSWER}', \
+         '2026-03-17T10:15:00Z', '2026-03-17T10:15:00Z');
+         INSERT INTO documents (id, inbox_id, position, doc_type, control_number) VALUES ({document}, {inbox}, 3, '810', '0001');
+         INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, currency, total, tax_total, tax_rate, \
+         seller_name, allowances_charges) VALUES ({invoice}, {inbox}, {document}, 'INV-1042', '2026-03-17', 'USD', \
+         '300.00', '13.78', '5', 'Acme Supply', '[{{\"kind\":\"charge\",\"code\":\"D240\",\"amount\":\"27.99\"}}]');
+         INSERT INTO invoice_lines (invoice_id, line_number, quantity, unit, unit_price, product_id, description, amount) \
+         VALUES ({invoice}, 1, '2', 'EA', '150.00', 'P-1', 'Widget', '300.00');"
+    )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Applies the migrations before 0012 and writes `rows` with them.
+async fn previous_model(backend: Backend, url: &str, rows: String) {
+    let rows = sqlx::AssertSqlSafe(rows);
+    match backend {
+        Backend::Sqlite => {
+            let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).unwrap().create_if_missing(true);
+            let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+            sqlx::migrate!("migrations/sqlite").run_to(11, &pool).await.unwrap();
+            sqlx::raw_sql(rows).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(url).await.unwrap();
+            sqlx::migrate!("migrations/postgres").run_to(11, &pool).await.unwrap();
+            sqlx::raw_sql(rows).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+    }
+}
+
+async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(backend: Backend) {
+    let db = TestDb::create(backend).await;
+    let payload = fixture("x12/810-single.edi");
+    let mut scratch = Vec::new();
+    let interchange = edi_inbox::edi::parse(&payload, &mut scratch, Default::default()).unwrap();
+    assert_eq!(interchange.envelope.control_number, "000001142", "the rows below are this fixture's");
+    let ids = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
+    previous_model(backend, &db.url, previous_rows(backend, &payload, &interchange.fingerprint(), ids)).await;
+
+    let app = TestApp::start(&database_config(&db.url), &server_config()).await;
+    let replay = app.post(payload, "application/edi-x12").await;
+    assert_eq!((replay.status, replay.text.as_str()), (200, STORED_ANSWER), "a replay is the stored answer");
+    let invoice = app.get(&format!("/v1/invoices/{}", ids[2])).await;
+    assert_eq!(invoice.status, 200, "{}", invoice.text);
+    let invoice = invoice.json();
+    let booked = |field: &str| invoice[field].clone();
+    assert_eq!(booked("kind"), "invoice");
+    assert_eq!(booked("currency"), "USD");
+    assert_eq!(
+        (booked("total"), booked("tax_total"), booked("tax_rate")),
+        (json!("300.00"), json!("13.78"), json!("5"))
+    );
+    assert_eq!(
+        booked("taxes"),
+        json!([{"tax_type": null, "category": null, "rate": "5", "taxable_amount": null, "amount": "13.78"}])
+    );
+    assert_eq!(
+        booked("allowances_charges"),
+        json!([{"kind": "charge", "code": "D240", "amount": "27.99", "percentage": null}])
+    );
+    assert_eq!(booked("seller")["name"], "Acme Supply");
+    let lines = booked("lines");
+    assert_eq!(lines.as_array().map(Vec::len), Some(1), "the line survived the migration: {lines}");
+    let line = &lines[0];
+    assert_eq!(line["product_ids"], json!([{"qualifier": null, "id": "P-1"}]));
+    assert_eq!(
+        (&line["product_id"], &line["amount"], &line["unit_price"]),
+        (&json!("P-1"), &json!("300.00"), &json!("150.00"))
+    );
+    assert_eq!((&line["price_kind"], &line["allowances_charges"]), (&Value::Null, &json!([])));
+    app.stop().await;
+    db.remove().await;
+}
+
+both_backends!(an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures);

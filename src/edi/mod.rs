@@ -346,7 +346,7 @@ impl<'a> Interchange<'a> {
             Standard::X12 => x12::documents(self),
             Standard::Edifact => edifact::documents(self),
         }?;
-        warn_of_repeated_numbers(&mut documents);
+        invoice::warn_of_repeated_numbers(&mut documents);
         if let (true, Some(first)) = (self.byte_order_mark, documents.first_mut()) {
             first.warnings.push(Warning {
                 document: first.control_number.clone(),
@@ -531,38 +531,6 @@ fn trailing_data(trailer: &Segment<'_>, next: Option<&Segment<'_>>) -> Result<()
         format!("data after the {trailer} interchange trailer")
     };
     Err(extra.error(None, message))
-}
-
-/// A second invoice with the number of one before it in the interchange is booked, with a warning
-/// naming the first: a resend inside one file or a partner's numbering error, for a person to judge.
-fn warn_of_repeated_numbers(documents: &mut [Document]) {
-    if documents.len() < 2 {
-        return;
-    }
-    let mut first_of = std::collections::HashMap::with_capacity(documents.len());
-    let mut repeated = Vec::new();
-    for (at, document) in documents.iter().enumerate() {
-        if let Some(invoice) = &document.invoice {
-            let first = *first_of.entry(invoice.number.as_str()).or_insert(at);
-            if first != at {
-                repeated.push((at, first));
-            }
-        }
-    }
-    for (at, first) in repeated {
-        let (number, first) = match (&documents[at].invoice, &documents[first]) {
-            (Some(invoice), first) => (invoice.number.clone(), first.control_number.clone()),
-            (None, _) => continue,
-        };
-        let document = &mut documents[at];
-        document.warnings.push(Warning {
-            document: document.control_number.clone(),
-            segment_position: Some(document.position),
-            message: format!(
-                "invoice number {number} is also the number of document {first} in this interchange"
-            ),
-        });
-    }
 }
 
 /// Control numbers already used at one envelope level, to refuse a repeat (unless lenient).

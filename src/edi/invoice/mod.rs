@@ -17,6 +17,8 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::{Document, Warning};
+
 pub(super) use edifact::from_invoic;
 pub(super) use x12::from_810;
 
@@ -271,6 +273,38 @@ impl AllowanceCharge {
             AllowanceOrCharge::Allowance => -amount,
             AllowanceOrCharge::Charge => amount,
         })
+    }
+}
+
+/// A second invoice with the number of one before it in the interchange is booked, with a warning
+/// naming the first: a resend inside one file or a partner's numbering error, for a person to judge.
+pub(super) fn warn_of_repeated_numbers(documents: &mut [Document]) {
+    if documents.len() < 2 {
+        return;
+    }
+    let mut first_of = std::collections::HashMap::with_capacity(documents.len());
+    let mut repeated = Vec::new();
+    for (at, document) in documents.iter().enumerate() {
+        if let Some(invoice) = &document.invoice {
+            let first = *first_of.entry(invoice.number.as_str()).or_insert(at);
+            if first != at {
+                repeated.push((at, first));
+            }
+        }
+    }
+    for (at, first) in repeated {
+        let (number, first) = match (&documents[at].invoice, &documents[first]) {
+            (Some(invoice), first) => (invoice.number.clone(), first.control_number.clone()),
+            (None, _) => continue,
+        };
+        let document = &mut documents[at];
+        document.warnings.push(Warning {
+            document: document.control_number.clone(),
+            segment_position: Some(document.position),
+            message: format!(
+                "invoice number {number} is also the number of document {first} in this interchange"
+            ),
+        });
     }
 }
 

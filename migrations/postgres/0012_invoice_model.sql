@@ -1,5 +1,5 @@
 -- Book what the invoice says (issue 30): the document's kind (a credit note is never an invoice),
--- every party by role, the tax breakdown per rate; each line's price kind and basis, every product id
+-- every party by role, the tax breakdown per rate, the payment terms, the totals as stated; each line's price kind and basis, every product id
 -- and its own allowances and charges. The currency is NULL when the document names none (no longer
 -- a guessed USD). Invoices booked before keep what they had: their tax is one entry of the
 -- breakdown, their product id the one product id of the line.
@@ -8,6 +8,8 @@ ALTER TABLE invoices
     ADD COLUMN kind text NOT NULL DEFAULT 'invoice'
         CHECK (kind IN ('invoice', 'credit_note', 'debit_note', 'corrected_invoice')),
     ADD COLUMN taxes jsonb NOT NULL DEFAULT '[]',
+    ADD COLUMN payment_terms jsonb NOT NULL DEFAULT '[]',
+    ADD COLUMN stated_totals jsonb NOT NULL DEFAULT '[]',
     ADD COLUMN invoicee_name text,
     ADD COLUMN invoicee_qualifier text,
     ADD COLUMN invoicee_id text,

@@ -1,6 +1,6 @@
 -- no-transaction
 -- Book what the invoice says (issue 30): the document's kind (a credit note is never an invoice),
--- every party by role, the tax breakdown per rate; each line's price kind and basis, every product id
+-- every party by role, the tax breakdown per rate, the payment terms, the totals as stated; each line's price kind and basis, every product id
 -- and its own allowances and charges. The currency is NULL when the document names none (no longer
 -- a guessed USD). Invoices booked before keep what they had: their tax is one entry of the
 -- breakdown, their product id the one product id of the line.
@@ -31,6 +31,8 @@ CREATE TABLE invoices_rebuilt (
     kind               TEXT NOT NULL DEFAULT 'invoice'
         CHECK (kind IN ('invoice', 'credit_note', 'debit_note', 'corrected_invoice')),
     taxes              TEXT NOT NULL DEFAULT '[]',
+    payment_terms      TEXT NOT NULL DEFAULT '[]',
+    stated_totals      TEXT NOT NULL DEFAULT '[]',
     invoicee_name      TEXT,
     invoicee_qualifier TEXT,
     invoicee_id        TEXT,

@@ -67,7 +67,8 @@ impl Store {
             i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
-            i.kind, CAST(i.taxes AS TEXT) AS taxes, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
+            i.kind, CAST(i.taxes AS TEXT) AS taxes, CAST(i.payment_terms AS TEXT) AS payment_terms, \
+            CAST(i.stated_totals AS TEXT) AS stated_totals, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
             i.payee_name, i.payee_qualifier, i.payee_id, i.ship_to_name, i.ship_to_qualifier, i.ship_to_id, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
             l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, l.price_kind, \
@@ -124,6 +125,8 @@ pub(super) struct StoredInvoice {
     #[sqlx(try_from = "String")]
     pub(super) kind: DocumentKind,
     pub(super) taxes: String,
+    pub(super) payment_terms: String,
+    pub(super) stated_totals: String,
     pub(super) invoicee_name: Option<String>,
     pub(super) invoicee_qualifier: Option<String>,
     pub(super) invoicee_id: Option<String>,
@@ -177,6 +180,8 @@ impl StoredInvoice {
                 ship_to: party(self.ship_to_name, self.ship_to_qualifier, self.ship_to_id),
                 lines,
                 allowances_charges: json(&self.allowances_charges, "allowances_charges")?,
+                payment_terms: json(&self.payment_terms, "payment_terms")?,
+                stated_totals: json(&self.stated_totals, "stated_totals")?,
             },
         })
     }
@@ -295,6 +300,8 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             allowances_charges: to_json(&invoice.allowances_charges),
             kind: invoice.kind.as_str(),
             taxes: to_json(&invoice.taxes),
+            payment_terms: to_json(&invoice.payment_terms),
+            stated_totals: to_json(&invoice.stated_totals),
             invoicee_name: field(&invoice.invoicee, |p| &p.name),
             invoicee_qualifier: field(&invoice.invoicee, |p| &p.qualifier),
             invoicee_id: field(&invoice.invoicee, |p| &p.id),

@@ -221,6 +221,8 @@ table! {
         allowances_charges: String = "text" as "jsonb",
         kind: &'static str = "text",
         taxes: String = "text" as "jsonb",
+        payment_terms: String = "text" as "jsonb",
+        stated_totals: String = "text" as "jsonb",
         invoicee_name: Option<&'a str> = "text",
         invoicee_qualifier: Option<&'a str> = "text",
         invoicee_id: Option<&'a str> = "text",

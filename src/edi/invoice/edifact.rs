@@ -8,8 +8,8 @@ use rust_decimal::Decimal;
 
 use super::reader::{Reader, line_amount, missing};
 use super::{
-    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PriceKind,
-    ProductId, Role, Tax, merged, reconcile, single_rate, tax_sum,
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PaymentTerms,
+    PriceKind, ProductId, Role, StatedTotal, Tax, merged, reconcile, single_rate, tax_sum,
 };
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
@@ -64,6 +64,8 @@ enum Group {
     Tax,
     /// An ALC; `false` when it is not booked (a summary's, or one neither allowance nor charge).
     Charge(bool),
+    /// A PAT, whose DTM 12/13, PCD and MOA 52 are its dates, percent and discount.
+    Terms,
 }
 
 /// The segments that stay inside an open group; any other closes it.
@@ -94,6 +96,7 @@ pub(in crate::edi) fn from_invoic(
     let mut summary_amounts: Vec<(&[u8], Option<Decimal>, usize)> = Vec::new();
     let (mut header_taxes, mut summary_taxes) = (Vec::new(), Vec::new());
     let mut allowances_charges = Vec::new();
+    let mut payment_terms: Vec<PaymentTerms> = Vec::new();
     let mut lines: Vec<LineRead<'_>> = Vec::new();
     let (mut section, mut group) = (Section::Header, Group::None);
     let mut uns = false;
@@ -106,6 +109,16 @@ pub(in crate::edi) fn from_invoic(
             b"BGM" => {
                 kind = kind_of(s.component(1, 1));
                 number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?);
+            }
+            b"DTM" if group == Group::Terms => {
+                let date = r.date(s, r.component(s, 1, 2)?, 1, s.component(1, 3))?;
+                if let Some(terms) = payment_terms.last_mut() {
+                    match s.component(1, 1) {
+                        b"12" => terms.discount_due_date = date,
+                        b"13" => terms.net_due_date = date,
+                        _ => {}
+                    }
+                }
             }
             b"DTM" if group == Group::None && matches!(s.component(1, 1), b"137" | b"3") => {
                 let stated = r.required(s, r.component(s, 1, 2)?, 1, "document date")?;
@@ -213,6 +226,26 @@ pub(in crate::edi) fn from_invoic(
                     _ => allowances_charges.push(charge),
                 }
             }
+            b"PAT" => {
+                group = Group::Terms;
+                let days = match s.component(3, 3) {
+                    b"" | b"D" => r.count(s, s.component(3, 4), 3)?,
+                    _ => None,
+                };
+                let discount = s.element(1) == b"22";
+                payment_terms.push(PaymentTerms {
+                    terms_type: r.element(s, 1)?,
+                    basis: r.component(s, 3, 1)?,
+                    discount_days: days.filter(|_| discount),
+                    net_days: days.filter(|_| !discount),
+                    ..PaymentTerms::default()
+                });
+            }
+            b"PCD" if group == Group::Terms => {
+                if let Some(terms) = payment_terms.last_mut() {
+                    terms.discount_percent = r.component_decimal(s, 1, 2)?;
+                }
+            }
             b"PCD" if group == Group::Charge(true) => {
                 let percentage = r.component_decimal(s, 1, 2)?;
                 if let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges) {
@@ -246,6 +279,11 @@ pub(in crate::edi) fn from_invoic(
                             && let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges)
                         {
                             charge.amount = charge.amount.or(amount);
+                        }
+                    }
+                    Group::Terms => {
+                        if let (b"52", Some(terms)) = (qualifier, payment_terms.last_mut()) {
+                            terms.discount_amount = amount;
                         }
                     }
                     Group::None => match section {
@@ -345,6 +383,13 @@ pub(in crate::edi) fn from_invoic(
         ship_to,
         lines: booked_lines,
         allowances_charges,
+        payment_terms,
+        stated_totals: summary_amounts
+            .iter()
+            .filter_map(|(code, amount, _)| {
+                Some(StatedTotal { code: String::from_utf8_lossy(code).into_owned(), amount: (*amount)? })
+            })
+            .collect(),
     };
     if invoice.currency.is_none() {
         warnings.push(Warning {

@@ -63,6 +63,49 @@ pub struct Invoice {
     /// Allowances and charges on the whole invoice (X12 SAC outside the lines / EDIFACT ALC before
     /// the first LIN). Tax SACs are in `taxes`.
     pub allowances_charges: Vec<AllowanceCharge>,
+    /// The payment terms: one entry per X12 ITD / EDIFACT PAT group.
+    pub payment_terms: Vec<PaymentTerms>,
+    /// Every total the document states, as stated: X12 TDS01–TDS04 / the summary's MOA outside
+    /// its tax and allowance groups (77, 79, 86, 9, 39, 125, 128, 129, 176, …).
+    pub stated_totals: Vec<StatedTotal>,
+}
+
+/// Payment terms (X12 ITD / EDIFACT PAT with its DTM, PCD and MOA).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct PaymentTerms {
+    /// ITD01 terms type / PAT 4279 (`1` basic, `22` discount, …).
+    #[schema(example = "01")]
+    pub terms_type: Option<String>,
+    /// ITD02 basis date / PAT 2475 the time the periods count from (`3` / `5`: the invoice date).
+    #[schema(example = "3")]
+    pub basis: Option<String>,
+    /// ITD03 / PCD 12 discount percent.
+    #[schema(value_type = Option<String>, example = "2")]
+    pub discount_percent: Option<Decimal>,
+    /// ITD04 / DTM 12.
+    pub discount_due_date: Option<NaiveDate>,
+    /// ITD05 / PAT 2152 of a discount (type 22) group.
+    pub discount_days: Option<u32>,
+    /// ITD06 / DTM 13.
+    pub net_due_date: Option<NaiveDate>,
+    /// ITD07 / PAT 2152 of any other group.
+    pub net_days: Option<u32>,
+    /// ITD08 / MOA 52.
+    #[schema(value_type = Option<String>, example = "7.62")]
+    pub discount_amount: Option<Decimal>,
+    /// ITD12.
+    pub description: Option<String>,
+}
+
+/// A total as the document states it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StatedTotal {
+    /// `TDS01` … `TDS04` / the MOA qualifier (code list 5025).
+    #[schema(example = "TDS01")]
+    pub code: String,
+    #[schema(value_type = String, example = "381.60")]
+    pub amount: Decimal,
 }
 
 /// What an invoice document is, from X12 BIG07 or EDIFACT BGM 1001.

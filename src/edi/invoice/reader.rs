@@ -75,6 +75,22 @@ impl Reader<'_, '_> {
         self.number(segment, segment.element(n), n, implied)
     }
 
+    /// A whole count (of days) in element `n`.
+    pub fn count_at(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<u32>, EdiError> {
+        self.count(segment, segment.element(n), n)
+    }
+
+    /// A whole count (of days) in raw element (or component) bytes of element `n`.
+    pub fn count(&self, segment: &Segment<'_>, raw: &[u8], n: usize) -> Result<Option<u32>, EdiError> {
+        let Some(value) = self.number(segment, raw, n, Some(0))? else { return Ok(None) };
+        u32::try_from(value).map(Some).map_err(|_| {
+            let name = segment.element_name(n);
+            segment
+                .error(Some(name.clone()), format!("{name} must be a count of days, found {value}"))
+                .with_kind(ErrorKind::Invalid)
+        })
+    }
+
     /// The decimal in component `c` of element `n`.
     pub fn component_decimal(
         &self,

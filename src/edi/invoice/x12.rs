@@ -7,8 +7,8 @@ use rust_decimal::Decimal;
 
 use super::reader::{Reader, line_amount, missing};
 use super::{
-    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, ProductId, Role,
-    Tax, line_number, merged, reconcile, single_rate, tax_sum,
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PaymentTerms,
+    ProductId, Role, StatedTotal, Tax, line_number, merged, reconcile, single_rate, tax_sum,
 };
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
@@ -75,6 +75,7 @@ pub(in crate::edi) fn from_810(
     let mut lines: Vec<InvoiceLine> = Vec::new();
     let (mut allowances_charges, mut header_taxes, mut line_taxes) = (Vec::new(), Vec::new(), Vec::new());
     let mut total_position = None;
+    let (mut payment_terms, mut stated_totals) = (Vec::new(), Vec::new());
     for segment in &set[1..set.len() - 1] {
         let s = &Fields::new(segment);
         // Within an IT1 loop until the TDS: a SAC or TXI there is the line's.
@@ -127,7 +128,23 @@ pub(in crate::edi) fn from_810(
             b"TDS" => {
                 total = Some(r.required_decimal(s, 1, "total invoice amount", Some(2))?);
                 total_position = Some(s.position);
+                for (n, code) in [(1, "TDS01"), (2, "TDS02"), (3, "TDS03"), (4, "TDS04")] {
+                    if let Some(amount) = r.decimal_at(s, n, Some(2))? {
+                        stated_totals.push(StatedTotal { code: code.to_owned(), amount });
+                    }
+                }
             }
+            b"ITD" => payment_terms.push(PaymentTerms {
+                terms_type: r.element(s, 1)?,
+                basis: r.element(s, 2)?,
+                discount_percent: r.decimal_at(s, 3, None)?,
+                discount_due_date: r.date(s, r.element(s, 4)?, 4, b"102")?,
+                discount_days: r.count_at(s, 5)?,
+                net_due_date: r.date(s, r.element(s, 6)?, 6, b"102")?,
+                net_days: r.count_at(s, 7)?,
+                discount_amount: r.decimal_at(s, 8, Some(2))?,
+                description: r.element(s, 12)?,
+            }),
             b"TXI" => {
                 let tax = Tax {
                     tax_type: r.element(s, 1)?,
@@ -180,6 +197,8 @@ pub(in crate::edi) fn from_810(
         ship_to,
         lines,
         allowances_charges,
+        payment_terms,
+        stated_totals,
     };
     let mut warnings = Vec::new();
     if invoice.currency.is_none() {

@@ -7,8 +7,9 @@
 
 mod common;
 
-use common::{Backend, Harness, fixture};
-use serde_json::Value;
+use common::partners::{admin, register, secured};
+use common::{Backend, Harness, Reply, fixture};
+use serde_json::{Value, json};
 
 fn expected() -> serde_json::Map<String, Value> {
     let text = String::from_utf8(fixture("booking/expected.json")).expect("utf-8");
@@ -64,4 +65,42 @@ async fn every_booking_fixture_is_booked_as_it_says(backend: Backend) {
     h.finish().await;
 }
 
-both_backends!(every_booking_fixture_is_booked_as_it_says);
+/// A partner registered with `on_mismatch: reject` gets 422 for an invoice whose total does not
+/// reconcile, naming both figures at the segment that states the total (and the same 422 on a
+/// replay); its invoices that reconcile are booked.
+async fn a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let partner = json!({"id": "muster", "name": "Muster Elektro", "senders": ["edifact:14:4000001000005"],
+        "on_mismatch": "reject"});
+    let key = register(&h, partner).await.api_key;
+    let post = async |file: &str| {
+        let request = h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(&key);
+        let request = request.header("content-type", "application/edifact");
+        Reply::send(request.body(fixture(&format!("booking/{file}")))).await
+    };
+    let refused = post("invoic-unreconciled-and-credit-note.edi").await;
+    let problem = refused.assert_problem(422, "invalid-interchange");
+    assert_eq!(problem["segment_position"], 22, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "MOA 77 total 2137.58 differs from the lines plus charges less allowances plus tax (1612.58)"
+        ),
+        "{detail}"
+    );
+    let replay = post("invoic-unreconciled-and-credit-note.edi").await;
+    assert_eq!((replay.status, &replay.text), (422, &refused.text), "a replay is the same refusal");
+    assert_eq!(
+        post("invoic-every-party-tax-and-charge.edi").await.status,
+        201,
+        "an invoice that reconciles books"
+    );
+    let listed = admin(&h, reqwest::Method::GET, "/v1/admin/partners/muster", None).await;
+    assert_eq!(listed.json()["on_mismatch"], "reject", "{}", listed.text);
+    h.finish().await;
+}
+
+both_backends!(
+    every_booking_fixture_is_booked_as_it_says,
+    a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch
+);

@@ -31,3 +31,6 @@ ALTER TABLE invoice_lines
 UPDATE invoice_lines
 SET product_ids = jsonb_build_array(jsonb_build_object('qualifier', NULL, 'id', product_id))
 WHERE product_id IS NOT NULL;
+
+-- A partner's invoices whose figures do not reconcile: booked with a warning, or refused (422).
+ALTER TABLE partners ADD COLUMN on_mismatch text NOT NULL DEFAULT 'warn' CHECK (on_mismatch IN ('warn', 'reject'));

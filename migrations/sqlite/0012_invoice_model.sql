@@ -64,5 +64,7 @@ ALTER TABLE invoice_lines ADD COLUMN product_ids TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE invoice_lines ADD COLUMN allowances_charges TEXT NOT NULL DEFAULT '[]';
 UPDATE invoice_lines SET product_ids = json_array(json_object('qualifier', NULL, 'id', product_id))
 WHERE product_id IS NOT NULL;
+-- A partner's invoices whose figures do not reconcile: booked with a warning, or refused (422).
+ALTER TABLE partners ADD COLUMN on_mismatch TEXT NOT NULL DEFAULT 'warn' CHECK (on_mismatch IN ('warn', 'reject'));
 COMMIT;
 PRAGMA foreign_keys = ON;

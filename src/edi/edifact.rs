@@ -77,6 +77,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         limits,
         lenient: false,
         byte_order_mark: false,
+        refuse_mismatches: false,
     })
 }
 

@@ -153,6 +153,10 @@ pub struct Warning {
     pub document: String,
     pub segment_position: Option<usize>,
     pub message: String,
+    /// A stated figure that does not reconcile with its parts (what a partner's `on_mismatch`
+    /// decides about); not part of the API's warning.
+    #[serde(skip)]
+    pub mismatch: bool,
 }
 
 /// What an interchange holds, as [`Interchange::shape`] counts it.
@@ -181,6 +185,9 @@ pub struct Interchange<'a> {
     lenient: bool,
     /// The body started with a UTF-8 byte order mark, which was skipped.
     byte_order_mark: bool,
+    /// A figure that does not reconcile makes the interchange invalid: see
+    /// [`Interchange::refusing_mismatches`].
+    refuse_mismatches: bool,
 }
 
 /// Bounds applied while parsing, so that no input costs more than its size warrants.
@@ -312,6 +319,13 @@ impl<'a> Interchange<'a> {
         self
     }
 
+    /// Makes a stated figure that does not reconcile with its parts (a warning otherwise) an error
+    /// at the segment that states it, for a partner whose invoices must reconcile.
+    pub fn refusing_mismatches(mut self) -> Self {
+        self.refuse_mismatches = true;
+        self
+    }
+
     /// True when line breaks stand inside segments rather than only between them.
     fn is_wrapped(&self) -> bool {
         let d = self.delimiters;
@@ -347,8 +361,14 @@ impl<'a> Interchange<'a> {
             Standard::Edifact => edifact::documents(self),
         }?;
         invoice::warn_of_repeated_numbers(&mut documents);
+        if self.refuse_mismatches
+            && let Some(error) = invoice::first_mismatch(&documents, &self.segments)
+        {
+            return Err(error);
+        }
         if let (true, Some(first)) = (self.byte_order_mark, documents.first_mut()) {
             first.warnings.push(Warning {
+                mismatch: false,
                 document: first.control_number.clone(),
                 segment_position: None,
                 message:

@@ -136,6 +136,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         limits,
         lenient: false,
         byte_order_mark: false,
+        refuse_mismatches: false,
     })
 }
 

@@ -11,7 +11,7 @@ use super::{Error, Inbound, Ingest, PartnerOf, Reservation};
 use crate::edi;
 use crate::inbox::resource::BypassedResource;
 use crate::inbox::{self, Delivery};
-use crate::partners::{Partner, Validation};
+use crate::partners::{MismatchPolicy, Partner, Validation};
 
 /// Bodies larger than this are parsed on the blocking pool, not on an async worker.
 const INLINE_PARSE_BYTES: usize = 256 * 1024;
@@ -52,6 +52,9 @@ pub(super) async fn prepare(
                 .map_err(|shortfall| Error::short_of(shortfall, shape.documents))?;
             if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
                 interchange = interchange.lenient();
+            }
+            if partner.as_ref().is_some_and(|p| p.on_mismatch == MismatchPolicy::Reject) {
+                interchange = interchange.refusing_mismatches();
             }
             Ok(match interchange.documents() {
                 Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {

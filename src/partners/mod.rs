@@ -40,6 +40,17 @@ text_enum! {
 }
 
 text_enum! {
+    /// What an invoice whose stated figures do not reconcile (a total against its lines, charges
+    /// and tax; a line against its quantity and price) means for a partner.
+    MismatchPolicy {
+        /// Booked as stated, with a warning naming both figures.
+        Warn = "warn",
+        /// The interchange is invalid: 422, stored as rejected, naming the first mismatch.
+        Reject = "reject",
+    }
+}
+
+text_enum! {
     /// How a partner's deliveries are answered when the request does not say (`Prefer`).
     ResponseForm {
         /// The whole interchange resource, invoices and their lines included.
@@ -88,6 +99,8 @@ pub struct Partner {
     pub requests_per_minute: Option<i32>,
     pub validation: Validation,
     pub conflict_policy: ConflictPolicy,
+    /// Whether an invoice whose figures do not reconcile is booked with a warning or refused.
+    pub on_mismatch: MismatchPolicy,
     /// How its deliveries are answered unless a request says `Prefer: return=minimal` or
     /// `return=representation`.
     pub response: ResponseForm,
@@ -165,6 +178,12 @@ pub struct NewPartner {
     #[serde(default = "reject")]
     #[arg(long, value_enum, default_value_t = ConflictPolicy::Reject)]
     pub conflict_policy: ConflictPolicy,
+    /// `warn` (the default: an invoice whose total does not reconcile with its lines, charges and
+    /// tax, or a line with its quantity and price, is booked as stated with a warning) or `reject`
+    /// (the interchange is refused with 422 naming the mismatch).
+    #[serde(default = "warn")]
+    #[arg(long, value_enum, default_value_t = MismatchPolicy::Warn)]
+    pub on_mismatch: MismatchPolicy,
     /// `full` (the default) or `minimal`: how its deliveries are answered when a request does not
     /// say (`Prefer: return=minimal` or `return=representation`).
     #[serde(default = "full")]
@@ -221,6 +240,10 @@ fn strict() -> Validation {
 
 fn reject() -> ConflictPolicy {
     ConflictPolicy::Reject
+}
+
+fn warn() -> MismatchPolicy {
+    MismatchPolicy::Warn
 }
 
 fn full() -> ResponseForm {
@@ -395,6 +418,7 @@ mod tests {
             requests_per_minute: None,
             validation: strict(),
             conflict_policy: reject(),
+            on_mismatch: warn(),
             response: full(),
             as2_ids: vec!["ACME AS2".into()],
             as2_security: optional(),

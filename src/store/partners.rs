@@ -12,8 +12,8 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
-    As2Security, ConflictPolicy, Credential, CredentialKind, NewPartner, Partner, PartnerStatus,
-    ResponseForm, Validation,
+    As2Security, ConflictPolicy, Credential, CredentialKind, MismatchPolicy, NewPartner, Partner,
+    PartnerStatus, ResponseForm, Validation,
 };
 
 /// One delivery attempt of an interchange's key, as audited.
@@ -69,6 +69,8 @@ struct PartnerRow {
     validation: Validation,
     #[sqlx(try_from = "String")]
     conflict_policy: ConflictPolicy,
+    #[sqlx(try_from = "String")]
+    on_mismatch: MismatchPolicy,
     #[sqlx(try_from = "String")]
     response: ResponseForm,
     created_at: DateTime<Utc>,
@@ -136,8 +138,8 @@ impl Store {
             let inserted = sqlx::query(
                 "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
                     conflict_policy, created_at, bypass_documents, response, as2_security, as2_certificates,
-                    as2_mdn_urls)
-                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING",
+                    as2_mdn_urls, on_mismatch)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING",
             )
             .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
@@ -146,6 +148,7 @@ impl Store {
             .bind(partner.as2_security.as_str())
             .bind(json_list(&partner.as2_certificates))
             .bind(json_list(&partner.as2_mdn_urls))
+            .bind(partner.on_mismatch.as_str())
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -266,7 +269,7 @@ impl Store {
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
         const PARTNERS: &str =
             "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            response, created_at, bypass_documents, as2_security, as2_certificates, as2_mdn_urls FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
+            on_mismatch, response, created_at, bypass_documents, as2_security, as2_certificates, as2_mdn_urls FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
         const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
             WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
         const CREDENTIALS: &str =
@@ -290,6 +293,7 @@ impl Store {
                     requests_per_minute: row.requests_per_minute,
                     validation: row.validation,
                     conflict_policy: row.conflict_policy,
+                    on_mismatch: row.on_mismatch,
                     response: row.response,
                     as2_ids: Vec::new(),
                     pubsub_accounts: Vec::new(),

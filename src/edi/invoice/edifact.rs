@@ -305,7 +305,12 @@ pub(in crate::edi) fn from_invoic(
     }
     let mut warnings = Vec::new();
     let mut warn = |segment_position: Option<usize>, message: String| {
-        warnings.push(Warning { document: control_number.to_owned(), segment_position, message });
+        warnings.push(Warning {
+            document: control_number.to_owned(),
+            segment_position,
+            message,
+            mismatch: true,
+        });
     };
     let mut booked_lines = Vec::with_capacity(lines.len());
     let mut line_taxes = Vec::new();
@@ -393,6 +398,7 @@ pub(in crate::edi) fn from_invoic(
     };
     if invoice.currency.is_none() {
         warnings.push(Warning {
+            mismatch: false,
             document: control_number.to_owned(),
             segment_position: Some(unh.position),
             message:

@@ -17,7 +17,8 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Document, Warning};
+use super::syntax::Segment;
+use super::{Document, EdiError, ErrorKind, Warning};
 
 pub(super) use edifact::from_invoic;
 pub(super) use x12::from_810;
@@ -342,6 +343,7 @@ pub(super) fn warn_of_repeated_numbers(documents: &mut [Document]) {
         };
         let document = &mut documents[at];
         document.warnings.push(Warning {
+            mismatch: false,
             document: document.control_number.clone(),
             segment_position: Some(document.position),
             message: format!(
@@ -349,6 +351,16 @@ pub(super) fn warn_of_repeated_numbers(documents: &mut [Document]) {
             ),
         });
     }
+}
+
+/// The first figure that does not reconcile, as an error at the segment that states it (the
+/// interchange's header when none is named), for a partner whose `on_mismatch` is `reject`.
+pub(super) fn first_mismatch(documents: &[Document], segments: &[Segment<'_>]) -> Option<EdiError> {
+    let mismatch = documents.iter().flat_map(|d| &d.warnings).find(|w| w.mismatch)?;
+    let at = mismatch.segment_position.and_then(|p| segments.get(p.checked_sub(1)?));
+    let message =
+        format!("{} (the partner's invoices must reconcile: on_mismatch is reject)", mismatch.message);
+    Some(at.unwrap_or(&segments[0]).error(None, message).with_kind(ErrorKind::Invalid))
 }
 
 /// The parties of a document as they are read: for each role, the best-ranked party found so far.

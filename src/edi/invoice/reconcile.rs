@@ -93,6 +93,7 @@ pub(super) fn stated(
     document: &str,
 ) -> Option<Warning> {
     (!agrees(stated, computed)).then(|| Warning {
+        mismatch: true,
         document: document.to_owned(),
         segment_position: Some(position),
         message: format!("{what} {stated} differs from {parts} ({})", shown(computed)),

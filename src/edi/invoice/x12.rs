@@ -203,6 +203,7 @@ pub(in crate::edi) fn from_810(
     let mut warnings = Vec::new();
     if invoice.currency.is_none() {
         warnings.push(Warning {
+            mismatch: false,
             document: control_number.to_owned(),
             segment_position: Some(st.position),
             message: "the 810 names no currency (no CUR segment): its currency is booked as unknown"

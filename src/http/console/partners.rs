@@ -46,6 +46,7 @@ pub async fn list(
                         td {
                             "validation " (partner.validation.as_str()) br;
                             "conflicts " (partner.conflict_policy.as_str()) br;
+                            "mismatches " (partner.on_mismatch.as_str()) br;
                             "AS2 " (partner.as2_security.as_str())
                             @if let Some(rate) = partner.requests_per_minute { br; (rate) " requests/min" }
                         }

@@ -54,6 +54,9 @@ fn kind_of(code: &[u8]) -> DocumentKind {
 enum Section {
     Header,
     Line,
+    /// A LIN that is a sub-line of another (C829 5495 `1`: the content of a pack, its quantity in
+    /// consumer units): not an invoice line, and nothing in it is booked.
+    SubLine,
     Summary,
 }
 
@@ -79,6 +82,19 @@ struct LineRead<'a> {
     lin: Segment<'a>,
     stated: Option<(Decimal, usize)>,
     taxes: Vec<Tax>,
+    /// The rank of the IMD the description was taken from ([`description_rank`]).
+    description_rank: u8,
+}
+
+/// How well an IMD's item characteristic (7081) names the item, 0 the best: none (a general
+/// description), then 050 (the title, as the book trade's EDItEUR codes use it), then any other
+/// (an author, a colour, a size).
+fn description_rank(characteristic: &[u8]) -> u8 {
+    match characteristic {
+        b"" => 0,
+        b"050" => 1,
+        _ => 2,
+    }
 }
 
 /// Maps an INVOIC message (UNH..UNT inclusive).
@@ -142,6 +158,7 @@ pub(in crate::edi) fn from_invoic(
                     Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? },
                 );
             }
+            b"LIN" if s.component(4, 1) == b"1" => section = Section::SubLine,
             b"LIN" => {
                 section = Section::Line;
                 let product_ids: Vec<ProductId> = r
@@ -167,6 +184,7 @@ pub(in crate::edi) fn from_invoic(
                     lin: *segment,
                     stated: None,
                     taxes: Vec::new(),
+                    description_rank: u8::MAX,
                 });
             }
             b"PIA" if section == Section::Line => {
@@ -181,8 +199,11 @@ pub(in crate::edi) fn from_invoic(
                 }
             }
             b"IMD" if section == Section::Line => {
-                if let Some(read) = lines.last_mut().filter(|read| read.line.description.is_none()) {
-                    read.line.description = r.component(s, 3, 4)?;
+                let rank = description_rank(s.element(2));
+                if let Some(read) = lines.last_mut().filter(|read| rank < read.description_rank)
+                    && let Some(description) = r.component(s, 3, 4)?
+                {
+                    (read.line.description, read.description_rank) = (Some(description), rank);
                 }
             }
             b"QTY" if section == Section::Line && group == Group::None && s.component(1, 1) == b"47" => {
@@ -212,13 +233,15 @@ pub(in crate::edi) fn from_invoic(
                 match (section, lines.last_mut()) {
                     (Section::Line, Some(read)) => read.taxes.push(tax),
                     (Section::Summary, _) => summary_taxes.push(tax),
-                    _ => header_taxes.push(tax),
+                    (Section::Header, _) => header_taxes.push(tax),
+                    _ => {}
                 }
             }
             b"ALC" => {
                 let indicator = AllowanceOrCharge::of_code(s.element(1));
-                group = Group::Charge(indicator.is_some() && section != Section::Summary);
-                let Some(indicator) = indicator.filter(|_| section != Section::Summary) else { continue };
+                let booked = matches!(section, Section::Header | Section::Line);
+                group = Group::Charge(indicator.is_some() && booked);
+                let Some(indicator) = indicator.filter(|_| booked) else { continue };
                 let code = r.component(s, 5, 1)?.or(r.component(s, 2, 2)?);
                 let charge = AllowanceCharge { kind: indicator, code, amount: None, percentage: None };
                 match (section, lines.last_mut()) {
@@ -264,6 +287,7 @@ pub(in crate::edi) fn from_invoic(
                             Section::Line => lines.last_mut().and_then(|read| read.taxes.last_mut()),
                             Section::Summary => summary_taxes.last_mut(),
                             Section::Header => header_taxes.last_mut(),
+                            Section::SubLine => None,
                         };
                         if let Some(tax) = tax {
                             match qualifier {
@@ -314,7 +338,7 @@ pub(in crate::edi) fn from_invoic(
     };
     let mut booked_lines = Vec::with_capacity(lines.len());
     let mut line_taxes = Vec::new();
-    for LineRead { mut line, lin, stated, taxes } in lines {
+    for LineRead { mut line, lin, stated, taxes, .. } in lines {
         let price = line.unit_price.unwrap_or_default();
         let computed = line_amount(&lin, line.quantity, price, line.price_basis)?;
         match stated {
@@ -343,11 +367,11 @@ pub(in crate::edi) fn from_invoic(
     else {
         return Err(no_total(unh, uns, &summary_amounts));
     };
-    // The summary's tax groups; else the lines' by rate; else the header's.
-    let mut taxes = [summary_taxes, merged(line_taxes), header_taxes]
-        .into_iter()
-        .find(|taxes| !taxes.is_empty())
-        .unwrap_or_default();
+    // The summary's tax groups; else the lines'; else the header's: one entry per type, category
+    // and rate (a rate's amount and taxable amount may stand in groups of their own).
+    let mut taxes = merged(
+        [summary_taxes, line_taxes, header_taxes].into_iter().find(|t| !t.is_empty()).unwrap_or_default(),
+    );
     let (moa_176, moa_124, moa_125) = (stated(b"176"), stated(b"124"), stated(b"125"));
     if let [tax] = taxes.as_mut_slice() {
         tax.amount = tax.amount.or(moa_124.or(moa_176).map(|(a, _)| a));
@@ -355,10 +379,12 @@ pub(in crate::edi) fn from_invoic(
     }
     let breakdown = tax_sum(&taxes);
     let tax_total = moa_176.or(moa_124).map(|(a, _)| a).or(breakdown);
-    if let (Some((stated_tax, position)), Some(breakdown)) = (moa_176.or(moa_124), breakdown)
+    let stated_tax =
+        moa_176.map(|(a, p)| ("MOA 176 total tax", a, p)).or(moa_124.map(|(a, p)| ("MOA 124 tax", a, p)));
+    if let (Some((what, stated_tax, position)), Some(breakdown)) = (stated_tax, breakdown)
         && taxes.len() > 1
         && let Some(warning) = reconcile::stated(
-            "MOA 176 total tax",
+            what,
             stated_tax,
             "the tax groups' MOA 124",
             Some(breakdown),
@@ -407,7 +433,9 @@ pub(in crate::edi) fn from_invoic(
         });
     }
     let total_qualifier = String::from_utf8_lossy(total_qualifier);
-    if let Some((lines_stated, position)) = stated(b"79").filter(|_| total_qualifier != "79") {
+    if let Some((lines_stated, position)) =
+        stated(b"79").filter(|_| total_qualifier != "79" && !invoice.lines.is_empty())
+    {
         let computed = reconcile::lines_total(&invoice, false);
         warnings.extend(reconcile::stated(
             "MOA 79 line total",
@@ -418,7 +446,9 @@ pub(in crate::edi) fn from_invoic(
             control_number,
         ));
     }
-    warnings.extend(reconcile::invoic_total(&invoice, &total_qualifier, total_position, control_number));
+    // A document without lines (a summary of others) states its net amount instead.
+    let net = (invoice.lines.is_empty()).then(|| stated(b"79").or(moa_125).map(|(a, _)| a)).flatten();
+    warnings.extend(reconcile::invoic_total(&invoice, &total_qualifier, total_position, control_number, net));
     Ok((invoice, warnings))
 }
 
@@ -430,7 +460,8 @@ fn open_charge<'l>(
 ) -> Option<&'l mut AllowanceCharge> {
     match section {
         Section::Line => lines.last_mut()?.line.allowances_charges.last_mut(),
-        _ => header.last_mut(),
+        Section::Header => header.last_mut(),
+        Section::SubLine | Section::Summary => None,
     }
 }
 

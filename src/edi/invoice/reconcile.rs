@@ -48,14 +48,16 @@ pub(super) fn x12_total(invoice: &Invoice, position: usize, document: &str) -> O
 }
 
 /// The INVOIC's stated total (MOA `qualifier`) against what it is the sum of: MOA 79 the lines,
-/// any other the lines plus charges less allowances plus tax.
+/// any other the lines plus charges less allowances plus tax; `net` stands for the lines of a
+/// document that has none.
 pub(super) fn invoic_total(
     invoice: &Invoice,
     qualifier: &str,
     position: usize,
     document: &str,
+    net: Option<Decimal>,
 ) -> Option<Warning> {
-    let lines = lines_total(invoice, false);
+    let lines = net.or_else(|| lines_total(invoice, false));
     let (computed, parts) = if qualifier == "79" {
         (lines, "the sum of the lines")
     } else {

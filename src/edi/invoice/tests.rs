@@ -231,3 +231,35 @@ fn the_isa_is_fixed_width_with_a_published_version() {
     let short = X12.replace("*ZZ*ACME           *", "*ZZ*ACME*");
     assert!(read(short.as_bytes()).unwrap().lenient().documents().is_ok());
 }
+
+/// Patterns of real INVOICs (a food wholesaler's EANCOM and a library supplier's book-trade
+/// invoices) that the mapping must read as their senders meant.
+#[test]
+fn real_invoic_patterns_are_read_as_meant() {
+    // A sub-line (LIN C829 `1`: the pack's content in consumer units) is no invoice line.
+    let sub_line = INVOIC.replace("MOA+203:10.00'", "MOA+203:10.00'LIN+2++P:EN+1:1'QTY+59:6:PCE'");
+    let (invoice, warnings) = booked(&sub_line);
+    assert_eq!(invoice.lines.len(), 1, "{:?}", invoice.lines);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // One rate's amount and taxable amount in two TAX groups are one entry of the breakdown.
+    let split = INVOIC.replace(
+        "MOA+125:10.00'MOA+124:1.90'",
+        "TAX+7+VAT+++:::19+S'MOA+124:1.90'TAX+7+VAT+++:::19+S'MOA+125:10.00'",
+    );
+    let (invoice, _) = booked(&split);
+    assert_eq!(invoice.taxes.len(), 1, "{:?}", invoice.taxes);
+    let tax = &invoice.taxes[0];
+    assert_eq!(
+        (tax.rate, tax.taxable_amount, tax.amount),
+        (Some(19.into()), Some(10.into()), Some("1.90".parse().unwrap()))
+    );
+    // A document without lines (a summary of others) reconciles its total with its net amount.
+    let summary = INVOIC.replace("LIN+1++P:EN'QTY+47:2'MOA+203:10.00'", "");
+    let (invoice, warnings) = booked(&summary);
+    assert!(invoice.lines.is_empty());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The book trade names the author (IMD 009) before the title (050): the title describes.
+    let described =
+        INVOIC.replace("QTY+47:2'", "IMD+L+009+:::Beukes, Lauren'IMD+L+050+:::Broken monsters'QTY+47:2'");
+    assert_eq!(booked(&described).0.lines[0].description.as_deref(), Some("Broken monsters"));
+}

@@ -153,8 +153,7 @@ pub struct Warning {
     pub document: String,
     pub segment_position: Option<usize>,
     pub message: String,
-    /// A stated figure that does not reconcile with its parts (what a partner's `on_mismatch`
-    /// decides about); not part of the API's warning.
+    /// A stated figure that does not reconcile (a partner's `on_mismatch` decides); not in the API.
     #[serde(skip)]
     pub mismatch: bool,
 }
@@ -185,8 +184,7 @@ pub struct Interchange<'a> {
     lenient: bool,
     /// The body started with a UTF-8 byte order mark, which was skipped.
     byte_order_mark: bool,
-    /// A figure that does not reconcile makes the interchange invalid: see
-    /// [`Interchange::refusing_mismatches`].
+    /// See [`Interchange::refusing_mismatches`].
     refuse_mismatches: bool,
 }
 

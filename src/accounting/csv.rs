@@ -55,8 +55,9 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
     for resource in invoices {
         let invoice = &resource.invoice;
         let party = |party: &Option<Party>| {
-            let field = |get: fn(&Party) -> &Option<String>| party.as_ref().and_then(|p| get(p).clone());
-            [field(|p| &p.qualifier), field(|p| &p.id), field(|p| &p.name)]
+            let field =
+                |get: fn(&Party) -> Option<&str>| party.as_ref().and_then(|p| get(p).map(str::to_owned));
+            [field(|p| p.qualifier.as_deref()), field(|p| p.id.as_deref()), field(|p| p.name.as_deref())]
         };
         let head = [
             Some(resource.id.to_string()),
@@ -65,7 +66,7 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
             Some(invoice.kind.as_str().to_owned()),
             Some(invoice.issue_date.to_string()),
             invoice.purchase_order.clone(),
-            invoice.currency.clone(),
+            invoice.currency.as_deref().map(str::to_owned),
             Some(invoice.total.to_string()),
             text(invoice.tax_total),
             text(invoice.tax_rate),
@@ -86,7 +87,7 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
                     line.product_id.clone(),
                     line.description.clone(),
                     Some(line.quantity.to_string()),
-                    line.unit.clone(),
+                    line.unit.as_deref().map(str::to_owned),
                     text(line.unit_price),
                     line.price_kind.map(|kind| kind.as_str().to_owned()),
                     text(line.price_basis),

@@ -1,6 +1,7 @@
 //! Invoices: the rows a delivery books (built before its transaction) and reading them back with
 //! their lines and accounting state, one statement per page.
 
+use std::borrow::Cow;
 use std::str::FromStr;
 
 use chrono::NaiveDate;
@@ -153,6 +154,7 @@ fn to_json(value: &impl serde::Serialize) -> String {
 }
 
 fn party(name: Option<String>, qualifier: Option<String>, id: Option<String>) -> Option<Party> {
+    let qualifier = qualifier.map(Cow::Owned);
     (name.is_some() || qualifier.is_some() || id.is_some()).then_some(Party { name, qualifier, id })
 }
 
@@ -168,7 +170,7 @@ impl StoredInvoice {
                 issue_date: NaiveDate::from_str(&self.issue_date)
                     .map_err(|e| StoreError::Corrupt(format!("issue_date: {e}")))?,
                 purchase_order: self.purchase_order,
-                currency: self.currency,
+                currency: self.currency.map(Cow::Owned),
                 total: decimal(&self.total)?,
                 tax_total: self.tax_total.as_deref().map(decimal).transpose()?,
                 tax_rate: self.tax_rate.as_deref().map(decimal).transpose()?,
@@ -256,7 +258,7 @@ impl JoinedLine {
         Ok(Some(InvoiceLine {
             number: u32::try_from(number).map_err(|e| StoreError::Corrupt(e.to_string()))?,
             quantity: decimal(&quantity)?,
-            unit: self.unit,
+            unit: self.unit.map(Cow::Owned),
             unit_price: self.unit_price.as_deref().map(decimal).transpose()?,
             price_kind: self.price_kind.0,
             price_basis: self.price_basis.as_deref().map(decimal).transpose()?,
@@ -274,8 +276,8 @@ impl JoinedLine {
 
 /// The invoice and line rows a delivery writes.
 pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<LineRow<'_>>) {
-    fn field(party: &Option<Party>, get: fn(&Party) -> &Option<String>) -> Option<&str> {
-        party.as_ref().and_then(|p| get(p).as_deref())
+    fn field(party: &Option<Party>, get: fn(&Party) -> Option<&str>) -> Option<&str> {
+        party.as_ref().and_then(get)
     }
     let mut invoices = Vec::new();
     let mut lines = Vec::new();
@@ -291,26 +293,26 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             total: invoice.total.to_string(),
             tax_total: invoice.tax_total.map(|d| d.to_string()),
             tax_rate: invoice.tax_rate.map(|d| d.to_string()),
-            seller_name: field(&invoice.seller, |p| &p.name),
-            seller_qualifier: field(&invoice.seller, |p| &p.qualifier),
-            seller_id: field(&invoice.seller, |p| &p.id),
-            buyer_name: field(&invoice.buyer, |p| &p.name),
-            buyer_qualifier: field(&invoice.buyer, |p| &p.qualifier),
-            buyer_id: field(&invoice.buyer, |p| &p.id),
+            seller_name: field(&invoice.seller, |p| p.name.as_deref()),
+            seller_qualifier: field(&invoice.seller, |p| p.qualifier.as_deref()),
+            seller_id: field(&invoice.seller, |p| p.id.as_deref()),
+            buyer_name: field(&invoice.buyer, |p| p.name.as_deref()),
+            buyer_qualifier: field(&invoice.buyer, |p| p.qualifier.as_deref()),
+            buyer_id: field(&invoice.buyer, |p| p.id.as_deref()),
             allowances_charges: to_json(&invoice.allowances_charges),
             kind: invoice.kind.as_str(),
             taxes: to_json(&invoice.taxes),
             payment_terms: to_json(&invoice.payment_terms),
             stated_totals: to_json(&invoice.stated_totals),
-            invoicee_name: field(&invoice.invoicee, |p| &p.name),
-            invoicee_qualifier: field(&invoice.invoicee, |p| &p.qualifier),
-            invoicee_id: field(&invoice.invoicee, |p| &p.id),
-            payee_name: field(&invoice.payee, |p| &p.name),
-            payee_qualifier: field(&invoice.payee, |p| &p.qualifier),
-            payee_id: field(&invoice.payee, |p| &p.id),
-            ship_to_name: field(&invoice.ship_to, |p| &p.name),
-            ship_to_qualifier: field(&invoice.ship_to, |p| &p.qualifier),
-            ship_to_id: field(&invoice.ship_to, |p| &p.id),
+            invoicee_name: field(&invoice.invoicee, |p| p.name.as_deref()),
+            invoicee_qualifier: field(&invoice.invoicee, |p| p.qualifier.as_deref()),
+            invoicee_id: field(&invoice.invoicee, |p| p.id.as_deref()),
+            payee_name: field(&invoice.payee, |p| p.name.as_deref()),
+            payee_qualifier: field(&invoice.payee, |p| p.qualifier.as_deref()),
+            payee_id: field(&invoice.payee, |p| p.id.as_deref()),
+            ship_to_name: field(&invoice.ship_to, |p| p.name.as_deref()),
+            ship_to_qualifier: field(&invoice.ship_to, |p| p.qualifier.as_deref()),
+            ship_to_id: field(&invoice.ship_to, |p| p.id.as_deref()),
         });
         lines.extend(invoice.lines.iter().map(|line| LineRow {
             invoice_id: id,

@@ -6,7 +6,7 @@
 
 use rust_decimal::Decimal;
 
-use super::reader::{Reader, line_amount, missing};
+use super::reader::{Reader, code_of, line_amount, missing};
 use super::{
     AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PaymentTerms,
     PriceKind, ProductId, Role, StatedTotal, Tax, merged, reconcile, single_rate, tax_sum,
@@ -144,18 +144,27 @@ pub(in crate::edi) fn from_invoic(
             b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => {
                 purchase_order = r.component(s, 1, 2)?
             }
-            b"CUX" => currency = currency.or(r.component(s, 1, 2)?),
+            b"CUX" => currency = currency.or(r.code_in(s, 1, 2)?),
             b"NAD" => {
                 let Some((role, rank)) = role_of(s.element(1)) else { continue };
                 let name_element = if s.element(4).is_empty() { 3 } else { 4 };
-                let name_parts =
-                    (1..=5).map(|c| r.component(s, name_element, c)).collect::<Result<Vec<_>, _>>()?;
-                let name = Some(name_parts.into_iter().flatten().collect::<Vec<_>>().join(" "))
-                    .filter(|n| !n.is_empty());
+                // The name's components joined with spaces (most names have one).
+                let mut name: Option<String> = None;
+                for c in 1..=5 {
+                    if let Some(part) = r.component(s, name_element, c)? {
+                        match &mut name {
+                            Some(name) => {
+                                name.push(' ');
+                                name.push_str(&part);
+                            }
+                            None => name = Some(part),
+                        }
+                    }
+                }
                 parties.offer(
                     role,
                     rank,
-                    Party { name, qualifier: r.component(s, 2, 3)?, id: r.component(s, 2, 1)? },
+                    Party { name, qualifier: r.code_in(s, 2, 3)?, id: r.component(s, 2, 1)? },
                 );
             }
             b"LIN" if s.component(4, 1) == b"1" => section = Section::SubLine,
@@ -163,7 +172,7 @@ pub(in crate::edi) fn from_invoic(
                 section = Section::Line;
                 let product_ids: Vec<ProductId> = r
                     .component(s, 3, 1)?
-                    .map(|id| Ok::<_, EdiError>(ProductId { qualifier: r.component(s, 3, 2)?, id }))
+                    .map(|id| Ok::<_, EdiError>(ProductId { qualifier: r.code_in(s, 3, 2)?, id }))
                     .transpose()?
                     .into_iter()
                     .collect();
@@ -191,7 +200,7 @@ pub(in crate::edi) fn from_invoic(
                 if let Some(read) = lines.last_mut() {
                     for n in 2..=6 {
                         if let Some(id) = r.component(s, n, 1)? {
-                            let qualifier = r.component(s, n, 2)?;
+                            let qualifier = r.code_in(s, n, 2)?;
                             read.line.product_id.get_or_insert_with(|| id.clone());
                             read.line.product_ids.push(ProductId { qualifier, id });
                         }
@@ -209,7 +218,7 @@ pub(in crate::edi) fn from_invoic(
             b"QTY" if section == Section::Line && group == Group::None && s.component(1, 1) == b"47" => {
                 if let Some(read) = lines.last_mut() {
                     read.line.quantity = r.component_decimal(s, 1, 2)?.unwrap_or_default();
-                    read.line.unit = r.component(s, 1, 3)?;
+                    read.line.unit = r.code_in(s, 1, 3)?;
                 }
             }
             b"PRI" if section == Section::Line => {
@@ -225,8 +234,8 @@ pub(in crate::edi) fn from_invoic(
             b"TAX" if s.component(1, 1) == b"7" => {
                 group = Group::Tax;
                 let tax = Tax {
-                    tax_type: r.component(s, 2, 1)?,
-                    category: r.element(s, 6)?,
+                    tax_type: r.code_in(s, 2, 1)?,
+                    category: r.code_at(s, 6)?,
                     rate: r.component_decimal(s, 5, 4)?,
                     ..Tax::default()
                 };
@@ -279,7 +288,7 @@ pub(in crate::edi) fn from_invoic(
                 let qualifier = s.component(1, 1);
                 let amount = r.component_decimal(s, 1, 2)?;
                 if currency.is_none() {
-                    currency = r.component(s, 1, 3)?;
+                    currency = r.code_in(s, 1, 3)?;
                 }
                 match group {
                     Group::Tax => {
@@ -417,9 +426,7 @@ pub(in crate::edi) fn from_invoic(
         payment_terms,
         stated_totals: summary_amounts
             .iter()
-            .filter_map(|(code, amount, _)| {
-                Some(StatedTotal { code: String::from_utf8_lossy(code).into_owned(), amount: (*amount)? })
-            })
+            .filter_map(|(code, amount, _)| Some(StatedTotal { code: code_of(code), amount: (*amount)? }))
             .collect(),
     };
     if invoice.currency.is_none() {

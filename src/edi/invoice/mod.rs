@@ -12,6 +12,8 @@ mod reader;
 mod reconcile;
 mod x12;
 
+use std::borrow::Cow;
+
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,10 @@ use super::{Document, EdiError, ErrorKind, Warning};
 
 pub(super) use edifact::from_invoic;
 pub(super) use x12::from_810;
+
+/// A value from a code list (a currency, a unit, a qualifier): the common codes are
+/// [`reader::COMMON_CODES`] entries, borrowed rather than allocated for every invoice.
+pub type Code = Cow<'static, str>;
 
 /// The accounting view of one invoice document.
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
@@ -36,8 +42,8 @@ pub struct Invoice {
     /// BIG04 / RFF+ON.
     pub purchase_order: Option<String>,
     /// ISO 4217 code: CUR02 / CUX (or the currency of an MOA); null when the document names none.
-    #[schema(example = "USD")]
-    pub currency: Option<String>,
+    #[schema(value_type = Option<String>, example = "USD")]
+    pub currency: Option<Code>,
     /// TDS01 / MOA 77 (or 86, 39, 9, 128, 79), as an exact decimal string.
     #[schema(value_type = String, example = "8000.00")]
     pub total: Decimal,
@@ -103,8 +109,8 @@ pub struct PaymentTerms {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StatedTotal {
     /// `TDS01` … `TDS04` / the MOA qualifier (code list 5025).
-    #[schema(example = "TDS01")]
-    pub code: String,
+    #[schema(value_type = String, example = "TDS01")]
+    pub code: Code,
     #[schema(value_type = String, example = "381.60")]
     pub amount: Decimal,
 }
@@ -157,7 +163,8 @@ impl TryFrom<String> for DocumentKind {
 pub struct Party {
     pub name: Option<String>,
     /// N103 identification code qualifier / NAD code list agency.
-    pub qualifier: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub qualifier: Option<Code>,
     pub id: Option<String>,
 }
 
@@ -167,10 +174,12 @@ pub struct Party {
 pub struct Tax {
     /// TXI01 or the SAC02 code / TAX C241 (`VAT`, `GST`, …).
     #[schema(example = "VAT")]
-    pub tax_type: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub tax_type: Option<Code>,
     /// TXI06 exemption code / TAX 5305 category (`S` standard, `Z` zero, `E` exempt, …).
     #[schema(example = "S")]
-    pub category: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub category: Option<Code>,
     /// Percent: TXI03 or SAC07 / TAX C243 rate.
     #[schema(value_type = Option<String>, example = "19")]
     pub rate: Option<Decimal>,
@@ -189,7 +198,8 @@ pub struct InvoiceLine {
     pub number: u32,
     #[schema(value_type = String, example = "500")]
     pub quantity: Decimal,
-    pub unit: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub unit: Option<Code>,
     /// IT104 / the PRI price read first in the order AAA, INV, CAL, AAB.
     #[schema(value_type = Option<String>, example = "12.50")]
     pub unit_price: Option<Decimal>,
@@ -264,8 +274,8 @@ impl TryFrom<String> for PriceKind {
 /// `SA`, `IN`, …).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ProductId {
-    #[schema(example = "BP")]
-    pub qualifier: Option<String>,
+    #[schema(value_type = Option<String>, example = "BP")]
+    pub qualifier: Option<Code>,
     #[schema(example = "4006381333931")]
     pub id: String,
 }
@@ -408,26 +418,28 @@ impl Parties {
     }
 }
 
-/// The lines' taxes as one entry per tax type, category and rate, amounts added up.
-fn merged(taxes: Vec<Tax>) -> Vec<Tax> {
-    let mut merged: Vec<Tax> = Vec::new();
-    for tax in taxes {
-        let same = |kept: &&mut Tax| {
-            (&kept.tax_type, &kept.category, kept.rate) == (&tax.tax_type, &tax.category, tax.rate)
-        };
-        match merged.iter_mut().find(same) {
+/// Taxes as one entry per tax type, category and rate, amounts added up (in place: most
+/// documents have one entry or none).
+fn merged(mut taxes: Vec<Tax>) -> Vec<Tax> {
+    let add = |a: Option<Decimal>, b: Option<Decimal>| match (a, b) {
+        (Some(a), Some(b)) => a.checked_add(b),
+        (a, b) => a.or(b),
+    };
+    let mut at = 1;
+    while at < taxes.len() {
+        let tax = &taxes[at];
+        let key = (&tax.tax_type, &tax.category, tax.rate);
+        match taxes[..at].iter().position(|kept| (&kept.tax_type, &kept.category, kept.rate) == key) {
             Some(kept) => {
-                let add = |a: Option<Decimal>, b: Option<Decimal>| match (a, b) {
-                    (Some(a), Some(b)) => a.checked_add(b),
-                    (a, b) => a.or(b),
-                };
+                let tax = taxes.remove(at);
+                let kept = &mut taxes[kept];
                 kept.amount = add(kept.amount, tax.amount);
                 kept.taxable_amount = add(kept.taxable_amount, tax.taxable_amount);
             }
-            None => merged.push(tax),
+            None => at += 1,
         }
     }
-    merged
+    taxes
 }
 
 /// The sum of the taxes' amounts; `None` when none states one.

@@ -1,13 +1,32 @@
 //! Typed values out of one document's segments: text, decimals in the interchange's notation, dates
 //! in the format their qualifier names, each error located at its segment and element.
 
+use std::borrow::Cow;
 use std::str::FromStr;
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 
+use super::Code;
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, ErrorKind, Interchange};
+
+/// Codes common enough in invoices to be borrowed rather than allocated each time they are read:
+/// units, currencies, party and product id qualifiers, and the totals' qualifiers.
+pub(super) const COMMON_CODES: [&str; 60] = [
+    "EA", "PCE", "C62", "H87", "CS", "BX", "PK", "KGM", "LBR", "MTR", "LTR", "USD", "EUR", "GBP", "CAD",
+    "CHF", "SEK", "DKK", "NOK", "PLN", "AUD", "1", "9", "14", "91", "92", "ZZ", "01", "VP", "BP", "UP", "VN",
+    "IN", "SK", "EN", "UK", "SA", "SRV", "MF", "PN", "TDS01", "TDS02", "TDS03", "TDS04", "77", "79", "86",
+    "39", "125", "128", "129", "176", "124", "VAT", "GST", "S", "Z", "E", "AE", "D360",
+];
+
+/// A qualifier's code: a common one borrowed, any other copied (qualifiers are ASCII codes).
+pub(super) fn code_of(raw: &[u8]) -> Code {
+    match COMMON_CODES.iter().find(|code| code.as_bytes() == raw) {
+        Some(common) => Cow::Borrowed(common),
+        None => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
+    }
+}
 
 /// Reads typed values out of one document's segments.
 pub(super) struct Reader<'i, 'a> {
@@ -21,6 +40,24 @@ impl Reader<'_, '_> {
         }
         let text = self.ic.text(segment, raw, element)?;
         Ok(Some(text).filter(|t| !t.is_empty()))
+    }
+
+    /// A code in raw element (or component) bytes of element `n`: a common one borrowed.
+    pub fn code(&self, segment: &Segment<'_>, raw: &[u8], n: usize) -> Result<Option<Code>, EdiError> {
+        if let Some(common) = COMMON_CODES.iter().find(|code| code.as_bytes() == raw) {
+            return Ok(Some(Cow::Borrowed(common)));
+        }
+        Ok(self.text(segment, raw, n)?.map(Cow::Owned))
+    }
+
+    /// The code in element `n`.
+    pub fn code_at(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<Code>, EdiError> {
+        self.code(segment, segment.element(n), n)
+    }
+
+    /// The code in component `c` of element `n`.
+    pub fn code_in(&self, segment: &Fields<'_, '_>, n: usize, c: usize) -> Result<Option<Code>, EdiError> {
+        self.code(segment, segment.component(n, c), n)
     }
 
     pub fn element(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<String>, EdiError> {

@@ -88,11 +88,11 @@ pub(in crate::edi) fn from_810(
                 purchase_order = r.element(s, 4)?;
                 kind = kind_of(s.element(7));
             }
-            b"CUR" => currency = r.element(s, 2)?,
+            b"CUR" => currency = r.code_at(s, 2)?,
             b"N1" => {
                 if let Some((role, rank)) = role_of(s.element(1)) {
                     let party =
-                        Party { name: r.element(s, 2)?, qualifier: r.element(s, 3)?, id: r.element(s, 4)? };
+                        Party { name: r.element(s, 2)?, qualifier: r.code_at(s, 3)?, id: r.element(s, 4)? };
                     parties.offer(role, rank, party);
                 }
             }
@@ -103,13 +103,13 @@ pub(in crate::edi) fn from_810(
                 let mut product_ids = Vec::new();
                 for pair in 0..10 {
                     if let Some(id) = r.element(s, 7 + 2 * pair)? {
-                        product_ids.push(ProductId { qualifier: r.element(s, 6 + 2 * pair)?, id });
+                        product_ids.push(ProductId { qualifier: r.code_at(s, 6 + 2 * pair)?, id });
                     }
                 }
                 lines.push(InvoiceLine {
                     number: line_number(&lines),
                     quantity,
-                    unit: r.element(s, 3)?,
+                    unit: r.code_at(s, 3)?,
                     unit_price: Some(unit_price),
                     price_kind: None,
                     price_basis,
@@ -130,7 +130,7 @@ pub(in crate::edi) fn from_810(
                 total_position = Some(s.position);
                 for (n, code) in [(1, "TDS01"), (2, "TDS02"), (3, "TDS03"), (4, "TDS04")] {
                     if let Some(amount) = r.decimal_at(s, n, Some(2))? {
-                        stated_totals.push(StatedTotal { code: code.to_owned(), amount });
+                        stated_totals.push(StatedTotal { code: code.into(), amount });
                     }
                 }
             }
@@ -147,8 +147,8 @@ pub(in crate::edi) fn from_810(
             }),
             b"TXI" => {
                 let tax = Tax {
-                    tax_type: r.element(s, 1)?,
-                    category: r.element(s, 6)?,
+                    tax_type: r.code_at(s, 1)?,
+                    category: r.code_at(s, 6)?,
                     rate: r.decimal_at(s, 3, None)?,
                     taxable_amount: r.decimal_at(s, 8, None)?,
                     amount: r.decimal_at(s, 2, None)?,
@@ -159,7 +159,7 @@ pub(in crate::edi) fn from_810(
                 let Some(indicator) = AllowanceOrCharge::of_code(s.element(1)) else { continue };
                 let (amount, percentage) = (r.decimal_at(s, 5, Some(2))?, r.decimal_at(s, 7, None)?);
                 if is_tax_code(s.element(2)) {
-                    let tax = Tax { tax_type: r.element(s, 2)?, rate: percentage, amount, ..Tax::default() };
+                    let tax = Tax { tax_type: r.code_at(s, 2)?, rate: percentage, amount, ..Tax::default() };
                     if in_line {
                         line_taxes.push(tax)
                     } else {

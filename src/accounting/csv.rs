@@ -84,7 +84,7 @@ pub fn render(invoices: &[InvoiceResource]) -> (String, usize) {
             .map(|line| {
                 [
                     Some(line.number.to_string()),
-                    line.product_id.clone(),
+                    line.product_id.as_deref().map(str::to_owned),
                     line.description.clone(),
                     Some(line.quantity.to_string()),
                     line.unit.as_deref().map(str::to_owned),

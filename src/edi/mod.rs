@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 pub use invoice::Invoice;
+pub use syntax::Limits;
 use syntax::{Charset, Delimiters, Segment};
 
 /// The document types that carry an invoice (and book one), in each standard.
@@ -186,21 +187,6 @@ pub struct Interchange<'a> {
     byte_order_mark: bool,
     /// See [`Interchange::refusing_mismatches`].
     refuse_mismatches: bool,
-}
-
-/// Bounds applied while parsing, so that no input costs more than its size warrants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Segments read at most; one more makes the interchange invalid (and is where reading stops).
-    pub max_segments: usize,
-    /// Longest element in bytes.
-    pub max_element_length: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits { max_segments: 1_000_000, max_element_length: 65_536 }
-    }
 }
 
 /// Reads the envelope header of an X12 or EDIFACT interchange with the default [`Limits`]. An error
@@ -456,15 +442,19 @@ impl<'a> Interchange<'a> {
         self.segments.iter().find_map(nul_byte).map_or(Ok(()), Err)
     }
 
-    /// Decodes an element's text: release characters removed, charset applied. Printable ASCII
-    /// without a release character, nearly every element, reads the same in every ASCII-compatible
-    /// character set and is taken as it stands.
-    fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
+    /// An element's text as it stands (end trimmed) when it is printable ASCII without a release
+    /// character, as nearly every element is: it reads the same in every ASCII-compatible charset.
+    fn plain<'b>(&self, raw: &'b [u8]) -> Option<&'b str> {
         let release = self.delimiters.release;
-        if self.charset.is_ascii_compatible()
-            && raw.iter().all(|&b| matches!(b, b' '..=b'~') && Some(b) != release)
-        {
-            return Ok(std::str::from_utf8(raw).unwrap_or_default().trim_end().to_owned());
+        let plain = raw.iter().all(|&b| matches!(b, b' '..=b'~') && Some(b) != release);
+        (plain && self.charset.is_ascii_compatible())
+            .then(|| std::str::from_utf8(raw).unwrap_or_default().trim_end())
+    }
+
+    /// Decodes an element's text: release characters removed, charset applied.
+    fn text(&self, segment: &Segment<'_>, raw: &[u8], element: usize) -> Result<String, EdiError> {
+        if let Some(plain) = self.plain(raw) {
+            return Ok(plain.to_owned());
         }
         let unescaped = syntax::unescape(raw, self.delimiters.release);
         let decoded = match self.charset.decode(&unescaped) {

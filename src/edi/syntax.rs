@@ -1,5 +1,6 @@
 //! Byte-level EDI syntax shared by X12 and EDIFACT: service characters, segment and element splitting
-//! that honours a release (escape) character, and text decoding per declared character set.
+//! that honours a release (escape) character, text decoding per declared character set, and the
+//! bounds applied while parsing.
 //!
 //! Everything here borrows the request body: segments and elements are slices of it, and text is only
 //! copied when a release character or a non-UTF-8 charset forces it.
@@ -19,6 +20,21 @@ pub struct Delimiters {
     pub component: u8,
     pub repetition: Option<u8>,
     pub release: Option<u8>,
+}
+
+/// Bounds applied while parsing, so that no input costs more than its size warrants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Segments read at most; one more makes the interchange invalid (and is where reading stops).
+    pub max_segments: usize,
+    /// Longest element in bytes.
+    pub max_element_length: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_segments: 1_000_000, max_element_length: 65_536 }
+    }
 }
 
 /// How element text is turned into Unicode; read from the envelope, never guessed.

@@ -262,7 +262,7 @@ impl JoinedLine {
             unit_price: self.unit_price.as_deref().map(decimal).transpose()?,
             price_kind: self.price_kind.0,
             price_basis: self.price_basis.as_deref().map(decimal).transpose()?,
-            product_id: self.product_id,
+            product_id: self.product_id.map(Into::into),
             product_ids: json(self.product_ids.as_deref().unwrap_or("[]"), "product_ids")?,
             description: self.description,
             amount: decimal(&amount)?,

@@ -171,7 +171,7 @@ pub(in crate::edi) fn from_invoic(
             b"LIN" => {
                 section = Section::Line;
                 let product_ids: Vec<ProductId> = r
-                    .component(s, 3, 1)?
+                    .shared_in(s, 3, 1)?
                     .map(|id| Ok::<_, EdiError>(ProductId { qualifier: r.code_in(s, 3, 2)?, id }))
                     .transpose()?
                     .into_iter()
@@ -199,7 +199,7 @@ pub(in crate::edi) fn from_invoic(
             b"PIA" if section == Section::Line => {
                 if let Some(read) = lines.last_mut() {
                     for n in 2..=6 {
-                        if let Some(id) = r.component(s, n, 1)? {
+                        if let Some(id) = r.shared_in(s, n, 1)? {
                             let qualifier = r.code_in(s, n, 2)?;
                             read.line.product_id.get_or_insert_with(|| id.clone());
                             read.line.product_ids.push(ProductId { qualifier, id });

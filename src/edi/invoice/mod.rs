@@ -25,6 +25,10 @@ use super::{Document, EdiError, ErrorKind, Warning};
 pub(super) use edifact::from_invoic;
 pub(super) use x12::from_810;
 
+/// Text the model keeps in two places (a line's first product id is also its `product_id`):
+/// shared rather than copied.
+pub type Shared = std::sync::Arc<str>;
+
 /// A value from a code list (a currency, a unit, a qualifier): the common codes are
 /// [`reader::COMMON_CODES`] entries, borrowed rather than allocated for every invoice.
 pub type Code = Cow<'static, str>;
@@ -209,7 +213,8 @@ pub struct InvoiceLine {
     #[schema(value_type = Option<String>, example = "100")]
     pub price_basis: Option<Decimal>,
     /// The first of `product_ids`.
-    pub product_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub product_id: Option<Shared>,
     /// Every product id the line carries: IT106–IT125 pairs / LIN and PIA.
     pub product_ids: Vec<ProductId>,
     pub description: Option<String>,
@@ -276,8 +281,8 @@ impl TryFrom<String> for PriceKind {
 pub struct ProductId {
     #[schema(value_type = Option<String>, example = "BP")]
     pub qualifier: Option<Code>,
-    #[schema(example = "4006381333931")]
-    pub id: String,
+    #[schema(value_type = String, example = "4006381333931")]
+    pub id: Shared,
 }
 
 /// An allowance or a charge (X12 SAC / EDIFACT ALC).

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 
-use super::Code;
+use super::{Code, Shared};
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, ErrorKind, Interchange};
 
@@ -58,6 +58,30 @@ impl Reader<'_, '_> {
     /// The code in component `c` of element `n`.
     pub fn code_in(&self, segment: &Fields<'_, '_>, n: usize, c: usize) -> Result<Option<Code>, EdiError> {
         self.code(segment, segment.component(n, c), n)
+    }
+
+    /// The text in raw element (or component) bytes of element `n`, to be kept in more than one
+    /// place of the model.
+    fn shared(&self, segment: &Segment<'_>, raw: &[u8], n: usize) -> Result<Option<Shared>, EdiError> {
+        if let Some(plain) = self.ic.plain(raw) {
+            return Ok(Some(plain).filter(|t| !t.is_empty()).map(Shared::from));
+        }
+        Ok(self.text(segment, raw, n)?.map(Shared::from))
+    }
+
+    /// The shared text in element `n`.
+    pub fn shared_at(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<Shared>, EdiError> {
+        self.shared(segment, segment.element(n), n)
+    }
+
+    /// The shared text in component `c` of element `n`.
+    pub fn shared_in(
+        &self,
+        segment: &Fields<'_, '_>,
+        n: usize,
+        c: usize,
+    ) -> Result<Option<Shared>, EdiError> {
+        self.shared(segment, segment.component(n, c), n)
     }
 
     pub fn element(&self, segment: &Fields<'_, '_>, n: usize) -> Result<Option<String>, EdiError> {

@@ -102,7 +102,7 @@ pub(in crate::edi) fn from_810(
                 let price_basis = basis_of(s.element(5));
                 let mut product_ids = Vec::new();
                 for pair in 0..10 {
-                    if let Some(id) = r.element(s, 7 + 2 * pair)? {
+                    if let Some(id) = r.shared_at(s, 7 + 2 * pair)? {
                         product_ids.push(ProductId { qualifier: r.code_at(s, 6 + 2 * pair)?, id });
                     }
                 }

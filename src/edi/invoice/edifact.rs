@@ -84,6 +84,8 @@ struct LineRead<'a> {
     taxes: Vec<Tax>,
     /// The rank of the IMD the description was taken from ([`description_rank`]).
     description_rank: u8,
+    /// The rank of the PRI the price was taken from ([`PriceKind::of_qualifier`]).
+    price_rank: u8,
 }
 
 /// How well an IMD's item characteristic (7081) names the item, 0 the best: none (a general
@@ -194,6 +196,7 @@ pub(in crate::edi) fn from_invoic(
                     stated: None,
                     taxes: Vec::new(),
                     description_rank: u8::MAX,
+                    price_rank: u8::MAX,
                 });
             }
             b"PIA" if section == Section::Line => {
@@ -222,12 +225,10 @@ pub(in crate::edi) fn from_invoic(
                 }
             }
             b"PRI" if section == Section::Line => {
-                let Some(price_kind) = PriceKind::of_qualifier(s.component(1, 1)) else { continue };
-                if let Some(read) =
-                    lines.last_mut().filter(|read| read.line.price_kind.is_none_or(|kept| price_kind < kept))
-                {
+                let Some((price_kind, rank)) = PriceKind::of_qualifier(s.component(1, 1)) else { continue };
+                if let Some(read) = lines.last_mut().filter(|read| rank < read.price_rank) {
                     read.line.unit_price = r.component_decimal(s, 1, 2)?;
-                    read.line.price_kind = Some(price_kind);
+                    (read.line.price_kind, read.price_rank) = (Some(price_kind), rank);
                     read.line.price_basis = r.component_decimal(s, 1, 5)?;
                 }
             }

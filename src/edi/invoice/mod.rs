@@ -119,46 +119,17 @@ pub struct StatedTotal {
     pub amount: Decimal,
 }
 
-/// What an invoice document is, from X12 BIG07 or EDIFACT BGM 1001.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DocumentKind {
-    /// BIG07 absent, `DI` or another code / BGM 380 and the other invoice codes.
-    #[default]
-    Invoice,
-    /// BIG07 `CR`, `CN` / BGM 381, 261, 262, 396.
-    CreditNote,
-    /// BIG07 `DR`, `DC` / BGM 383.
-    DebitNote,
-    /// BIG07 `CO` / BGM 384.
-    CorrectedInvoice,
-}
-
-impl DocumentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentKind::Invoice => "invoice",
-            DocumentKind::CreditNote => "credit_note",
-            DocumentKind::DebitNote => "debit_note",
-            DocumentKind::CorrectedInvoice => "corrected_invoice",
-        }
-    }
-}
-
-/// A stored row's `kind`, read once into the enum.
-impl TryFrom<String> for DocumentKind {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<DocumentKind, String> {
-        [
-            DocumentKind::Invoice,
-            DocumentKind::CreditNote,
-            DocumentKind::DebitNote,
-            DocumentKind::CorrectedInvoice,
-        ]
-        .into_iter()
-        .find(|kind| kind.as_str() == text)
-        .ok_or_else(|| format!("{text:?} is not a document kind"))
+text_enum! {
+    /// What an invoice document is, from X12 BIG07 or EDIFACT BGM 1001.
+    DocumentKind {
+        /// BIG07 absent, `DI` or another code / BGM 380 and the other invoice codes.
+        Invoice = "invoice",
+        /// BIG07 `CR`, `CN` / BGM 381, 261, 262, 396.
+        CreditNote = "credit_note",
+        /// BIG07 `DR`, `DC` / BGM 383.
+        DebitNote = "debit_note",
+        /// BIG07 `CO` / BGM 384.
+        CorrectedInvoice = "corrected_invoice",
     }
 }
 
@@ -226,52 +197,30 @@ pub struct InvoiceLine {
     pub allowances_charges: Vec<AllowanceCharge>,
 }
 
-/// What a line's unit price is (EDIFACT code list 5125).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PriceKind {
-    /// AAA: calculation net, allowances and charges applied.
-    Net,
-    /// INV: the invoice price.
-    Invoice,
-    /// CAL: the calculation price.
-    Calculation,
-    /// AAB: calculation gross, before the line's allowances and charges.
-    Gross,
+text_enum! {
+    /// What a line's unit price is (EDIFACT code list 5125).
+    PriceKind {
+        /// AAA: calculation net, allowances and charges applied.
+        Net = "net",
+        /// INV: the invoice price.
+        Invoice = "invoice",
+        /// CAL: the calculation price.
+        Calculation = "calculation",
+        /// AAB: calculation gross, before the line's allowances and charges.
+        Gross = "gross",
+    }
 }
 
 impl PriceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PriceKind::Net => "net",
-            PriceKind::Invoice => "invoice",
-            PriceKind::Calculation => "calculation",
-            PriceKind::Gross => "gross",
-        }
-    }
-
-    /// The kind a PRI qualifier names; the order of the variants is the order a line's prices are
-    /// preferred in.
-    fn of_qualifier(qualifier: &[u8]) -> Option<PriceKind> {
+    /// The kind a PRI qualifier names, with its rank among a line's prices (0 is preferred).
+    fn of_qualifier(qualifier: &[u8]) -> Option<(PriceKind, u8)> {
         match qualifier {
-            b"AAA" => Some(PriceKind::Net),
-            b"INV" => Some(PriceKind::Invoice),
-            b"CAL" => Some(PriceKind::Calculation),
-            b"AAB" => Some(PriceKind::Gross),
+            b"AAA" => Some((PriceKind::Net, 0)),
+            b"INV" => Some((PriceKind::Invoice, 1)),
+            b"CAL" => Some((PriceKind::Calculation, 2)),
+            b"AAB" => Some((PriceKind::Gross, 3)),
             _ => None,
         }
-    }
-}
-
-/// A stored line's `price_kind`, read once into the enum.
-impl TryFrom<String> for PriceKind {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<PriceKind, String> {
-        [PriceKind::Net, PriceKind::Invoice, PriceKind::Calculation, PriceKind::Gross]
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-            .ok_or_else(|| format!("{text:?} is not a price kind"))
     }
 }
 

@@ -1,7 +1,8 @@
 //! edi-inbox: an exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
 //!
 //! `edi` parses (pure), `inbox` decides what a delivery means, `store` is the only module with SQL,
-//! `http` is the only module with status codes; `app` wires them together for the binary and tests.
+//! `http` is the only module with status codes; `operate` holds what an operator does (shared by the
+//! admin API, the console and the CLI); `app` wires them together for the binary and tests.
 
 /// An enum stored and sent as the text each variant names (the same in the database, JSON and on
 /// the command line): parsed once, where it is read, never compared as a string afterwards.
@@ -57,5 +58,6 @@ pub mod http;
 pub mod inbox;
 pub mod ingest;
 pub mod jobs;
+pub mod operate;
 pub mod partners;
 pub mod store;

@@ -1,16 +1,19 @@
 //! The `edi-inbox` binary: `serve` (default), `migrate`, `openapi`, `relay`, `consume`, `export`,
-//! `purge`, `partner`.
+//! `purge`, and the operator's `partner`, `quarantine`, `outbox` and `sns`.
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{self, Cli, Command, LogFormat, PartnerCommand};
+use edi_inbox::config::{
+    self, Cli, Command, LogFormat, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand,
+};
 use edi_inbox::consumer;
 use edi_inbox::http;
-use edi_inbox::jobs::{export, purge, registry as admin};
+use edi_inbox::jobs::{export, purge};
+use edi_inbox::operate::{self, outbox, partners as admin, quarantine, sns};
 use edi_inbox::partners::{CredentialKind, PartnerStatus};
-use edi_inbox::store::Store;
+use edi_inbox::store::{OutboxFilter, QuarantineFilter, Store};
 
 /// jemalloc: the request path allocates many small, short-lived buffers from several threads, where
 /// glibc's allocator spent a sixth of the service's CPU and grew an arena per thread.
@@ -105,6 +108,43 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             let store = app::open_store(&cli.database).await?;
             partner_command(&store, action).await?;
         }
+        Command::Quarantine { action } => {
+            let store = app::open_store(&cli.database).await?;
+            let options = cli.server.ingest_options(cli.accounting.accounting_url.is_some(), false);
+            let ingest = app::ingest(store.clone(), options);
+            let entry = match action {
+                QuarantineCommand::List { status, limit, cursor } => {
+                    let filter = QuarantineFilter { status, cursor, limit };
+                    println!("{}", pretty(&store.quarantined(&filter).await?));
+                    return Ok(());
+                }
+                QuarantineCommand::Release { id } => quarantine::release(&ingest, id).await?,
+                QuarantineCommand::Discard { id } => quarantine::discard(&store, id).await?,
+            };
+            println!("{}", pretty(&entry));
+        }
+        Command::Outbox { action } => {
+            let store = app::open_store(&cli.database).await?;
+            let message = match action {
+                OutboxCommand::List { status, limit, cursor } => {
+                    let filter = OutboxFilter { status, cursor, limit };
+                    println!("{}", pretty(&store.outbox(&filter).await?));
+                    return Ok(());
+                }
+                OutboxCommand::Retry { id } => outbox::retry(&store, id).await?,
+                OutboxCommand::Discard { id } => outbox::discard(&store, id).await?,
+            };
+            println!("{}", pretty(&message));
+        }
+        Command::Sns { action } => {
+            let store = app::open_store(&cli.database).await?;
+            match action {
+                SnsCommand::List { limit, cursor } => {
+                    println!("{}", pretty(&store.sns_subscriptions(cursor, limit).await?))
+                }
+                SnsCommand::Confirm { id } => println!("{}", pretty(&sns::confirm(&store, id).await?)),
+            }
+        }
         Command::Serve => {
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
@@ -132,7 +172,7 @@ async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Bo
         PartnerCommand::List => println!("{}", pretty(&store.partners().await?)),
         PartnerCommand::Show { id } => match store.partner(&id).await? {
             Some(partner) => println!("{}", pretty(&partner)),
-            None => return Err(admin::AdminError::NoPartner(id).into()),
+            None => return Err(operate::Error::NotFound(format!("no partner {id:?}")).into()),
         },
         PartnerCommand::Suspend { id } => {
             println!("{}", pretty(&admin::set_status(store, &id, PartnerStatus::Suspended).await?))

@@ -533,11 +533,7 @@ async fn a_release_racing_a_discard_never_books_a_discarded_delivery(backend: Ba
 /// tokens expire after three days anyway) like the rest of the audit trail; a held entry stays.
 async fn the_purge_drops_resolved_holds_and_sns_messages(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
-    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
-    let post = |body: Vec<u8>| common::partners::post_with_key(&h, &acme.api_key, body);
-    assert_eq!(post(fixture("x12/810-single.edi")).await.status, 201);
-    let conflict = post(fixture("x12/810-single-conflict.edi")).await.json();
-    let invalid = post(fixture("x12/invalid-se-count.edi")).await.json();
+    let (acme, conflict, invalid) = common::partners::holding_two(&h).await;
     let discard = format!("/v1/admin/quarantine/{}/discard", conflict["id"].as_str().unwrap());
     assert_eq!(admin(&h, Method::POST, &discard, None).await.status, 200);
     let confirmation = Reply::send(

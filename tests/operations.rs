@@ -1,12 +1,15 @@
-//! What operators and containers run: `edi-inbox config`, `edi-inbox probe`, and the retention
-//! purge (in batches during ingest, the key retention, one replica at a time).
+//! What operators and containers run: `edi-inbox config`, `edi-inbox probe`, the operator's
+//! commands (`quarantine`, `outbox`, `sns`: the admin API's use cases), and the retention purge (in
+//! batches during ingest, the key retention, one replica at a time).
 
 mod common;
 
+use common::partners::{admin, secured};
 use common::{Backend, Harness, Reply, TestApp, count, database_config, numbered, process, server_config};
 use edi_inbox::app;
 use edi_inbox::jobs::purge::{self, Retention};
 use edi_inbox::store::Purged;
+use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Connection;
 
@@ -156,7 +159,61 @@ async fn keys_go_after_the_key_retention(backend: Backend) {
     h.finish().await;
 }
 
+/// Runs `edi-inbox` with `args` on `db`: its JSON on success, its error message otherwise.
+fn operator(h: &Harness, args: &[&str]) -> Result<Value, String> {
+    let output = process::command(&h.db.url, args).output().expect("edi-inbox runs");
+    match output.status.success() {
+        true => Ok(serde_json::from_slice(&output.stdout).expect("JSON")),
+        false => Err(String::from_utf8_lossy(&output.stderr).into_owned()),
+    }
+}
+
+/// The command line resolves held deliveries as the admin API does (listed, released into a
+/// booked interchange once, discarded), and says what is missing or in the wrong state, exiting 1.
+async fn operators_resolve_held_deliveries_from_the_command_line(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let (_, conflict, invalid) = common::partners::holding_two(&h).await;
+    let (conflict, invalid) = (conflict["id"].as_str().unwrap(), invalid["id"].as_str().unwrap());
+
+    let held = operator(&h, &["quarantine", "list", "--status", "held", "--limit", "1"]).unwrap();
+    assert_eq!(held["items"].as_array().unwrap().len(), 1, "{held}");
+    let rest = held["next_cursor"].as_str().expect("a second page");
+    let next = operator(&h, &["quarantine", "list", "--status", "held", "--cursor", rest]).unwrap();
+    let mut ids: Vec<&str> =
+        [&held, &next].iter().map(|page| page["items"][0]["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    let mut expected = vec![conflict, invalid];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+
+    let released = operator(&h, &["quarantine", "release", conflict]).unwrap();
+    assert_eq!(released["status"], "released", "{released}");
+    let recorded = released["released_as"].as_str().unwrap();
+    let interchange = admin(&h, Method::GET, &format!("/v1/interchanges/{recorded}"), None).await;
+    assert_eq!((interchange.status, interchange.json()["status"].as_str()), (200, Some("processed")));
+    let again = operator(&h, &["quarantine", "release", conflict]).unwrap_err();
+    assert!(again.contains("the delivery is released; only held ones are resolved"), "{again}");
+    let still_invalid = operator(&h, &["quarantine", "release", invalid]).unwrap_err();
+    assert!(still_invalid.contains("still invalid"), "{still_invalid}");
+    let discarded = operator(&h, &["quarantine", "discard", invalid]).unwrap();
+    assert_eq!(discarded["status"], "discarded");
+    let held = admin(&h, Method::GET, "/v1/admin/quarantine?status=held", None).await.json();
+    assert_eq!(held["items"], json!([]), "the API sees what the command line did");
+
+    let unknown = uuid::Uuid::now_v7().to_string();
+    let missing = operator(&h, &["quarantine", "discard", &unknown]).unwrap_err();
+    assert!(missing.contains(&format!("no quarantine entry {unknown}")), "{missing}");
+    let missing = operator(&h, &["outbox", "retry", &unknown]).unwrap_err();
+    assert!(missing.contains(&format!("no outbox message {unknown}")), "{missing}");
+    let missing = operator(&h, &["sns", "confirm", &unknown]).unwrap_err();
+    assert!(missing.contains(&format!("no SNS subscription message {unknown}")), "{missing}");
+    assert_eq!(operator(&h, &["outbox", "list", "--status", "dead"]).unwrap()["items"], json!([]));
+    assert_eq!(operator(&h, &["sns", "list"]).unwrap()["items"], json!([]));
+    h.finish().await;
+}
+
 both_backends!(
+    operators_resolve_held_deliveries_from_the_command_line,
     purge_runs_in_batches_while_ingest_goes_on,
     keys_go_after_the_key_retention,
     metrics_cover_requests_interchanges_and_the_database,

@@ -14,7 +14,7 @@ use chrono::Utc;
 use common::partners::{post_with_key, register, secured};
 use common::{Backend, Harness, TestApp, count, database_config, fixture, server_config};
 use edi_inbox::edi;
-use edi_inbox::inbox::{Delivery, Outcome};
+use edi_inbox::inbox::{Delivery, Outcome, Received};
 use edi_inbox::store::{AttemptFacts, FirstAttempt, Store, StoreError};
 use serde_json::json;
 use sqlx::Connection;
@@ -89,7 +89,11 @@ fn delivery(control: &str) -> Delivery {
     let mut scratch = Vec::new();
     let interchange = edi::parse(&body, &mut scratch, edi::Limits::default()).unwrap();
     let documents = interchange.documents().unwrap();
-    Delivery::processed(&interchange, documents, body.clone(), None, Utc::now())
+    Delivery::processed(
+        &interchange,
+        documents,
+        Received { payload: body.clone(), content_type: None, received_at: Utc::now() },
+    )
 }
 
 /// Deliveries recorded at once share commits (SQLite: one group commit), yet one that cannot be

@@ -1,7 +1,7 @@
 //! AS2 (RFC 4130): opening a partner gateway's S/MIME message — decrypting it with one of this
 //! service's keys, verifying the partner's signature with its certificate, inflating RFC 3274
 //! compressed data, in any nesting order — and writing the MDN that answers it. Pure: the HTTP
-//! door (`http::as2`) feeds it a request's headers and body and sends what it writes.
+//! door (`http::receive::as2`) feeds it a request's headers and body and sends what it writes.
 
 mod compressed;
 pub mod mdn;

@@ -6,23 +6,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::ApiContext;
 use super::extract::parse_id;
 use super::problem::{ApiError, Problem};
-use crate::jobs::registry::{self as admin, AdminError};
+use crate::operate::partners as admin;
 use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
-
-impl From<AdminError> for ApiError {
-    fn from(error: AdminError) -> ApiError {
-        match error {
-            AdminError::Invalid(detail) => ApiError::BadRequest(detail),
-            AdminError::Exists(_) => ApiError::AlreadyExists(error.to_string()),
-            AdminError::NoPartner(_) | AdminError::NoCredential(..) => ApiError::NotFound,
-            AdminError::Store(error) => ApiError::Store(error),
-        }
-    }
-}
 
 fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(value)| value).map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
@@ -135,4 +126,14 @@ pub async fn revoke_credential(
 ) -> Result<StatusCode, ApiError> {
     admin::revoke(&ctx.store, &id, parse_id(&credential)?).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The partner registry.
+pub(super) fn routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_partners, create_partner))
+        .routes(routes!(get_partner))
+        .routes(routes!(set_status))
+        .routes(routes!(issue_credential))
+        .routes(routes!(revoke_credential))
 }

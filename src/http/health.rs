@@ -5,6 +5,8 @@ use axum::extract::State;
 use axum::http::request::Parts;
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, auth};
@@ -80,4 +82,9 @@ pub async fn readyz(State(ctx): State<ApiContext>, parts: Parts) -> Result<Json<
         false => (None, None),
     };
     Ok(Json(Readiness { status: "ready", outbox, primary }))
+}
+
+/// The probes.
+pub(super) fn routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz))
 }

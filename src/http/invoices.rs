@@ -4,6 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::{Id, Params};
@@ -72,4 +74,9 @@ pub async fn list_invoices(
         limit: page_limit(query.limit)?,
     };
     Ok(Json(ctx.store.invoices(&filter).await?))
+}
+
+/// The booked invoices.
+pub(super) fn routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new().routes(routes!(list_invoices)).routes(routes!(get_invoice))
 }

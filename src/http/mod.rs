@@ -2,12 +2,9 @@
 //! with graceful shutdown. Handlers live one file per resource; status codes are decided only here.
 
 mod admin;
-mod as2;
 mod auth;
-mod body;
 mod connection;
 mod console;
-pub mod doors;
 mod extract;
 mod google_keys;
 mod health;
@@ -20,6 +17,7 @@ pub mod openapi;
 mod outbox;
 pub mod problem;
 pub mod quarantine;
+pub mod receive;
 mod representation;
 mod sns_certificates;
 
@@ -52,6 +50,7 @@ use crate::ingest::Ingest;
 use crate::store::Store;
 pub use connection::ConnectionLimits;
 use problem::ApiError;
+use receive::{as2, doors};
 
 /// Shared state of every handler.
 #[derive(Clone)]
@@ -140,28 +139,14 @@ const DEFAULT_PAGE: u32 = 50;
 /// The API routes and the OpenAPI document that describes them.
 pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        .routes(routes!(interchanges::receive, interchanges::list_interchanges, doors::validate_webhook))
-        .routes(routes!(interchanges::get_interchange))
-        .routes(routes!(interchanges::get_ack))
-        .routes(routes!(interchanges::list_deliveries))
-        .routes(routes!(invoices::list_invoices))
-        .routes(routes!(invoices::get_invoice))
-        .routes(routes!(health::healthz))
-        .routes(routes!(health::readyz))
+        .merge(receive::routes())
+        .merge(interchanges::routes())
+        .merge(invoices::routes())
+        .merge(health::routes())
         .routes(routes!(metrics::metrics))
-        .routes(routes!(admin::list_partners, admin::create_partner))
-        .routes(routes!(admin::get_partner))
-        .routes(routes!(admin::set_status))
-        .routes(routes!(admin::issue_credential))
-        .routes(routes!(admin::revoke_credential))
-        .routes(routes!(outbox::list_outbox))
-        .routes(routes!(outbox::retry_message))
-        .routes(routes!(outbox::discard_message))
-        .routes(routes!(quarantine::list_quarantine))
-        .routes(routes!(quarantine::release_held))
-        .routes(routes!(quarantine::discard_held))
-        .routes(routes!(quarantine::list_sns))
-        .routes(routes!(quarantine::confirm_sns))
+        .merge(admin::routes())
+        .merge(outbox::routes())
+        .merge(quarantine::routes())
         .split_for_parts();
     openapi::declare_unauthorized(&mut doc, |method, path| auth::guarded(true, method, path));
     openapi::declare_refusals(&mut doc);

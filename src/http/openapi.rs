@@ -242,3 +242,37 @@ pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     json.push('\n');
     json
 }
+
+/// The description of `POST /v1/interchanges` (its doors, answers and policies), kept here with the
+/// rest of the document's prose rather than above the handler.
+pub const RECEIVE: &str = r#"The idempotency key is read from the envelope: sender qualifier and id plus the interchange
+control number (ISA05/ISA06 + ISA13, or UNB S002 + 0020). The first delivery of a key is recorded
+with its invoices in one transaction and answered 201 after COMMIT; every later delivery of the same
+content (even re-wrapped or with re-stamped envelope dates) is answered 200 with the original body
+and `Idempotent-Replayed: true`. A rejected (422) interchange replays its 422.
+
+The doors, told apart by their headers; the key is always the EDI key, so the same interchange
+through two doors is one interchange, and each attempt's transport id is audited:
+- **raw**: the body is the interchange (`application/edi-x12`, `application/edifact`, …);
+- **CloudEvents binary mode**: a raw body with `ce-specversion: 1.0`, `ce-id`, `ce-source`, `ce-type`;
+- **CloudEvents structured mode**: `application/cloudevents+json`, the interchange in `data` (a
+  string) or `data_base64`;
+- **Google Pub/Sub push**: `application/json`, the interchange base64 in `message.data`;
+- **AWS SNS**: `x-amz-sns-message-type` (the body is SNS's JSON whatever its `Content-Type`):
+  a `Notification` carries the interchange in `Message`; `SubscriptionConfirmation` and
+  `UnsubscribeConfirmation` are answered 200 and kept for an operator (`/v1/admin/sns-subscriptions`);
+- **AS2 gateway** (RFC 4130): `AS2-From` (one of the partner's AS2 names, 403 otherwise), `AS2-To`,
+  `Message-ID`; the body is the EDI, or S/MIME around it (`application/pkcs7-mime` enveloped or
+  compressed data, `multipart/signed`, nested in any order, binary or base64). A signature with
+  the partner's registered certificate proves the partner without an API key. With
+  `Disposition-Notification-To` the answer is an MDN (`multipart/report`, signed as
+  `multipart/signed` when `Disposition-Notification-Options` asks): HTTP 200 with disposition
+  `processed` on first delivery and every resend, `processed/error` with a modifier for a refusal
+  (`decryption-failed`, `authentication-failed`, `integrity-check-failed`,
+  `insufficient-message-security`, `unexpected-processing-error` with the problem's detail); or,
+  with `Receipt-Delivery-Option` on one of the partner's registered MDN URLs, an empty 200 and
+  the MDN POSTed there. A 429 or 503 stays HTTP, for the gateway to retry;
+- **Standard Webhooks**: a raw body with `webhook-id`, `webhook-timestamp`, `webhook-signature`.
+
+Partners whose conflict policy is `quarantine` get 202 (held) instead of 409 or 422; partners'
+naturally idempotent document types get 200 `bypassed`."#;

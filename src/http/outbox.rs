@@ -3,9 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use chrono::Utc;
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::{Id, Params};
@@ -14,7 +15,8 @@ use super::{ApiContext, page_limit};
 use crate::accounting::OutboxEntry;
 use crate::inbox::outbox::AccountingStatus;
 use crate::inbox::resource::Page;
-use crate::store::{OutboxFilter, Transition};
+use crate::operate::outbox;
+use crate::store::OutboxFilter;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -52,17 +54,7 @@ pub async fn list_outbox(
         (status = 409, description = "`wrong-state`: the message is not dead", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn retry_message(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<OutboxEntry>, ApiError> {
-    Ok(Json(retry(&ctx, id).await?))
-}
-
-/// Sends a dead message again: the one code path of the admin API and the console.
-pub(super) async fn retry(ctx: &ApiContext, id: Uuid) -> Result<OutboxEntry, ApiError> {
-    settled(ctx.store.redrive(id, Utc::now()).await?)
-}
-
-/// Gives up on a dead message: the one code path of the admin API and the console.
-pub(super) async fn discard(ctx: &ApiContext, id: Uuid) -> Result<OutboxEntry, ApiError> {
-    settled(ctx.store.discard(id).await?)
+    Ok(Json(outbox::retry(&ctx.store, id).await?))
 }
 
 /// Give up on a dead message: it is never sent.
@@ -77,16 +69,13 @@ pub async fn discard_message(
     State(ctx): State<ApiContext>,
     Id(id): Id,
 ) -> Result<Json<OutboxEntry>, ApiError> {
-    Ok(Json(discard(&ctx, id).await?))
+    Ok(Json(outbox::discard(&ctx.store, id).await?))
 }
 
-fn settled(transition: Transition) -> Result<OutboxEntry, ApiError> {
-    match transition {
-        Transition::Done(entry) => Ok(entry),
-        Transition::NotFound => Err(ApiError::NotFound),
-        Transition::NotDead(status) => Err(ApiError::WrongState(format!(
-            "the message is {}; only dead messages are retried or discarded",
-            status.as_str()
-        ))),
-    }
+/// The outbox and its dead-letter re-drive.
+pub(super) fn routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_outbox))
+        .routes(routes!(retry_message))
+        .routes(routes!(discard_message))
 }

@@ -11,6 +11,7 @@ use crate::inbox::Logged;
 pub use crate::inbox::problem::Problem;
 use crate::inbox::resource::IdempotencyKey;
 use crate::ingest::{self, Answers, Reply};
+use crate::operate;
 use crate::store::StoreError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -261,6 +262,19 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         response
+    }
+}
+
+impl From<operate::Error> for ApiError {
+    fn from(error: operate::Error) -> ApiError {
+        match error {
+            operate::Error::Invalid(detail) => ApiError::BadRequest(detail),
+            operate::Error::Exists(detail) => ApiError::AlreadyExists(detail),
+            operate::Error::NotFound(_) => ApiError::NotFound,
+            operate::Error::WrongState(detail) => ApiError::WrongState(detail),
+            operate::Error::Ingest(error) => ApiError::from(error),
+            operate::Error::Store(error) => ApiError::Store(error),
+        }
     }
 }
 

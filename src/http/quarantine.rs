@@ -4,10 +4,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use chrono::Utc;
 use serde::Deserialize;
-use std::sync::Arc;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::{Id, Params};
@@ -15,6 +15,7 @@ use super::problem::{ApiError, Problem};
 use super::{ApiContext, PageQuery, page_limit};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
+use crate::operate::{quarantine, sns};
 use crate::store::{QuarantineFilter, SnsSubscription};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -55,14 +56,7 @@ pub async fn list_quarantine(
         (status = 409, description = "`wrong-state`: not held, or still invalid", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
-    Ok(Json(release(&ctx, id).await?))
-}
-
-/// Releases a held delivery: the one code path of the admin API and the console.
-pub(super) async fn release(ctx: &ApiContext, id: Uuid) -> Result<Quarantined, ApiError> {
-    let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
-    let partner = ctx.store.partner(&held.entry.partner_id).await?.ok_or(ApiError::NotFound)?;
-    Ok(ctx.ingest.release(held, Arc::new(partner)).await?)
+    Ok(Json(quarantine::release(&ctx.ingest, id).await?))
 }
 
 /// Give up on a held delivery.
@@ -73,25 +67,7 @@ pub(super) async fn release(ctx: &ApiContext, id: Uuid) -> Result<Quarantined, A
         (status = 409, description = "`wrong-state`: not held", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn discard_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
-    Ok(Json(discard(&ctx, id).await?))
-}
-
-/// Discards a held delivery: the one code path of the admin API and the console.
-pub(super) async fn discard(ctx: &ApiContext, id: Uuid) -> Result<Quarantined, ApiError> {
-    let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
-    still_held(&held.entry)?;
-    let discarded = ctx.store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
-    discarded.ok_or_else(|| ApiError::WrongState("it was resolved by someone else meanwhile".into()))
-}
-
-fn still_held(entry: &Quarantined) -> Result<(), ApiError> {
-    match entry.status {
-        QuarantineStatus::Held => Ok(()),
-        other => Err(ApiError::WrongState(format!(
-            "the delivery is {}; only held ones are resolved",
-            other.as_str()
-        ))),
-    }
+    Ok(Json(quarantine::discard(&ctx.store, id).await?))
 }
 
 /// List the SNS subscription and unsubscribe confirmations received, newest first.
@@ -118,5 +94,15 @@ pub async fn confirm_sns(
     State(ctx): State<ApiContext>,
     Id(id): Id,
 ) -> Result<Json<SnsSubscription>, ApiError> {
-    Ok(Json(ctx.store.confirm_sns(id, Utc::now()).await?.ok_or(ApiError::NotFound)?))
+    Ok(Json(sns::confirm(&ctx.store, id).await?))
+}
+
+/// Held deliveries and SNS subscription messages.
+pub(super) fn routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_quarantine))
+        .routes(routes!(release_held))
+        .routes(routes!(discard_held))
+        .routes(routes!(list_sns))
+        .routes(routes!(confirm_sns))
 }

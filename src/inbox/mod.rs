@@ -112,6 +112,14 @@ pub struct StoredDocument {
     pub document: Document,
 }
 
+/// What arrived: the interchange's bytes as received, their media type, and when.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub payload: Bytes,
+    pub content_type: Option<String>,
+    pub received_at: DateTime<Utc>,
+}
+
 /// Everything one POST wants written, decided before the transaction so that the store only writes.
 #[derive(Clone, Debug)]
 pub struct Delivery {
@@ -138,11 +146,9 @@ impl Delivery {
     pub fn processed(
         interchange: &Interchange<'_>,
         documents: Vec<Document>,
-        payload: Bytes,
-        content_type: Option<String>,
-        received_at: DateTime<Utc>,
+        received: Received,
     ) -> Delivery {
-        let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Processed);
+        let mut delivery = Delivery::new(interchange, received, Status::Processed);
         delivery.ack = ack::acknowledge(interchange, Ok(&documents), delivery.received_at);
         delivery.documents = documents
             .into_iter()
@@ -163,24 +169,17 @@ impl Delivery {
     pub fn rejected(
         interchange: &Interchange<'_>,
         error: &EdiError,
-        payload: Bytes,
-        content_type: Option<String>,
-        received_at: DateTime<Utc>,
+        received: Received,
         problem: impl FnOnce(Uuid) -> String,
     ) -> Delivery {
-        let mut delivery = Delivery::new(interchange, payload, content_type, received_at, Status::Rejected);
+        let mut delivery = Delivery::new(interchange, received, Status::Rejected);
         delivery.ack = ack::acknowledge(interchange, Err(error), delivery.received_at);
         delivery.response = problem(delivery.id);
         delivery
     }
 
-    fn new(
-        interchange: &Interchange<'_>,
-        payload: Bytes,
-        content_type: Option<String>,
-        received_at: DateTime<Utc>,
-        status: Status,
-    ) -> Delivery {
+    fn new(interchange: &Interchange<'_>, received: Received, status: Status) -> Delivery {
+        let Received { payload, content_type, received_at } = received;
         Delivery {
             id: Uuid::now_v7(),
             key: key(&interchange.envelope),

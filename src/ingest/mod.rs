@@ -2,7 +2,7 @@
 //! authenticate (the envelope's sender and AS2 names against the proven partner) → policies (bypass,
 //! quarantine, conflict) → record (one transaction) → outcome, then audit, count and log it.
 //!
-//! HTTP (`http::interchanges`, once a request is admitted, read and unwrapped) and the queue
+//! HTTP (`http::receive`, once a request is admitted, read and unwrapped) and the queue
 //! consumers (`consumer`) call it and turn what it returns — an [`Ingested`] or an [`Error`] — into a
 //! status code or a broker acknowledgement; it knows neither. What the HTTP contract stores with an
 //! interchange (the problem document of a rejection, the status each reply is audited with) it is

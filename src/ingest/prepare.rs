@@ -10,7 +10,7 @@ use super::authenticate::{active, check_sender};
 use super::{Error, Inbound, Ingest, PartnerOf, Reservation};
 use crate::edi;
 use crate::inbox::resource::BypassedResource;
-use crate::inbox::{self, Delivery};
+use crate::inbox::{self, Delivery, Received};
 use crate::partners::{MismatchPolicy, Partner, Validation};
 
 /// Bodies larger than this are parsed on the blocking pool, not on an async worker.
@@ -56,27 +56,21 @@ pub(super) async fn prepare(
             if partner.as_ref().is_some_and(|p| p.on_mismatch == MismatchPolicy::Reject) {
                 interchange = interchange.refusing_mismatches();
             }
+            let received = Received { payload: body.clone(), content_type, received_at };
             Ok(match interchange.documents() {
                 Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
                     Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
                 }
                 Ok(documents) => {
-                    let mut delivery =
-                        Delivery::processed(&interchange, documents, body.clone(), content_type, received_at);
+                    let mut delivery = Delivery::processed(&interchange, documents, received);
                     if options.book_with_accounting {
                         delivery.book_with_accounting();
                     }
                     Prepared::Delivery(delivery, partner)
                 }
                 Err(error) => {
-                    let delivery = Delivery::rejected(
-                        &interchange,
-                        &error,
-                        body.clone(),
-                        content_type,
-                        received_at,
-                        |id| invalid(&error, id),
-                    );
+                    let delivery =
+                        Delivery::rejected(&interchange, &error, received, |id| invalid(&error, id));
                     Prepared::Delivery(delivery, partner)
                 }
             })

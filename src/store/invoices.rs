@@ -8,6 +8,7 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
+use super::filter::Conditions;
 use super::tables::{InvoiceRow, LineRow};
 use super::{Store, StoreError};
 use crate::edi::invoice::{DocumentKind, Invoice, InvoiceLine, Party, PriceKind};
@@ -47,24 +48,7 @@ impl Store {
         filter: &InvoiceFilter,
         id: Option<Uuid>,
     ) -> Result<Vec<InvoiceResource>, StoreError> {
-        let filters = super::only_given(&[
-            (id.is_some(), "id = $1", "$1"),
-            (filter.interchange_id.is_some(), "inbox_id = $2", "$2"),
-            (filter.number.is_some(), "number = $3", "$3"),
-            (filter.cursor.is_some(), "id < $4", "$4"),
-            (
-                filter.accounting_status.is_some(),
-                "id IN (SELECT invoice_id FROM outbox WHERE status = $6)",
-                "$6",
-            ),
-            (
-                filter.export_id.is_some(),
-                "id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = $7)",
-                "$7",
-            ),
-        ]);
-        let sql = format!(
-            "SELECT i.id, i.inbox_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
+        const SELECT: &str = "SELECT i.id, i.inbox_id, i.number, CAST(i.issue_date AS TEXT) AS issue_date, \
             i.purchase_order, i.currency, CAST(i.total AS TEXT) AS total, CAST(i.tax_total AS TEXT) AS tax_total, \
             CAST(i.tax_rate AS TEXT) AS tax_rate, i.seller_name, i.seller_qualifier, i.seller_id, i.buyer_name, \
             i.buyer_qualifier, i.buyer_id, CAST(i.allowances_charges AS TEXT) AS allowances_charges, \
@@ -77,17 +61,28 @@ impl Store {
             CAST(l.allowances_charges AS TEXT) AS line_allowances_charges, \
             o.status AS accounting_status, o.reference AS accounting_reference, \
             o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
-            FROM (SELECT * FROM invoices \
-                WHERE {filters} ORDER BY id DESC LIMIT $5) AS i \
+            FROM (SELECT * FROM invoices";
+        const JOINED: &str = ") AS i \
             LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
             LEFT JOIN outbox o ON o.invoice_id = i.id \
-            ORDER BY i.id DESC, l.line_number"
-        );
-        let limit = i64::from(filter.limit);
-        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(id).bind(filter.interchange_id).bind(&filter.number).bind(filter.cursor).bind(limit)
-            .bind(filter.accounting_status.map(AccountingStatus::as_str)).bind(filter.export_id)
-            .fetch_all(pool).await?);
+            ORDER BY i.id DESC, l.line_number";
+        let conditions = Conditions::default()
+            .and("id = ", id)
+            .and("inbox_id = ", filter.interchange_id)
+            .and("number = ", filter.number.as_deref())
+            .and("id < ", filter.cursor)
+            .and_within(
+                "id IN (SELECT invoice_id FROM outbox WHERE status = ",
+                filter.accounting_status.map(AccountingStatus::as_str),
+                ")",
+            )
+            .and_within(
+                "id IN (SELECT invoice_id FROM exported_invoices WHERE export_id = ",
+                filter.export_id,
+                ")",
+            );
+        let rows: Vec<InvoiceLineRow> = on_pool!(self, pool => conditions
+            .list(&[SELECT], "id DESC", Some(filter.limit)).push(JOINED).build_query_as().fetch_all(pool).await?);
         let mut invoices: Vec<InvoiceResource> = Vec::new();
         for row in rows {
             let line = row.line.into_line()?;

@@ -1,6 +1,7 @@
 //! Persistence: the only module that speaks SQL. One [`Store`] over PostgreSQL (production, many
 //! replicas) or SQLite (embedded default). Writes are backend-specific to use each engine's fastest
-//! race-free claim; reads share their SQL text, which both engines understand.
+//! race-free claim; reads share their SQL text, which both engines understand. A list's WHERE
+//! clause is built by [`filter::Conditions`] from the filters given, never as `($n IS NULL OR …)`.
 
 /// Runs the same code against whichever pool a [`Db`] holds; the SQL must suit both engines.
 macro_rules! on_db {
@@ -47,6 +48,7 @@ mod audit;
 mod batch;
 mod console;
 mod exports;
+mod filter;
 mod hosts;
 mod invoices;
 mod outbox;
@@ -72,6 +74,7 @@ use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
 pub use console::{ActivityCount, RefusalGroup};
 pub use exports::{Export, FinishedExport};
+use filter::Conditions;
 pub use invoices::InvoiceFilter;
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
@@ -391,41 +394,27 @@ impl Store {
         &self,
         filter: &InterchangeFilter,
     ) -> Result<Page<InterchangeSummary>, StoreError> {
-        let filters = only_given(&[
-            (filter.sender.is_some(), "sender_id = $1", "$1"),
-            (filter.control_number.is_some(), "control_number = $2", "$2"),
-            (filter.status.is_some(), "status = $3", "$3"),
-            (filter.cursor.is_some(), "id < $4", "$4"),
-            (
-                filter.partner.is_some(),
-                "source IN (SELECT identity FROM partner_identities WHERE partner_id = $6 AND role = 'sender')",
-                "$6",
-            ),
-            (filter.standard.is_some(), "standard = $7", "$7"),
-            (filter.received_from.is_some(), "received_at >= $8", "$8"),
-            (filter.received_before.is_some(), "received_at < $9", "$9"),
-        ]);
-        let sql = format!(
-            "SELECT id, status, standard, sender_id, control_number, received_at, \
+        const SELECT: &str = "SELECT id, status, standard, sender_id, control_number, received_at, \
             (SELECT COUNT(*) FROM deliveries d WHERE d.source = inbox.source AND d.message_id = inbox.message_id) \
                 AS deliveries, \
             (SELECT MAX(d.received_at) FROM deliveries d WHERE d.source = inbox.source \
                 AND d.message_id = inbox.message_id) AS last_delivery_at \
-            FROM inbox WHERE {filters} ORDER BY id DESC LIMIT $5"
-        );
-        let limit = i64::from(filter.limit);
-        let items: Vec<InterchangeSummary> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(&filter.sender)
-            .bind(&filter.control_number)
-            .bind(filter.status.map(Status::as_str))
-            .bind(filter.cursor)
-            .bind(limit)
-            .bind(&filter.partner)
-            .bind(filter.standard.map(Standard::as_str))
-            .bind(filter.received_from)
-            .bind(filter.received_before)
-            .fetch_all(pool)
-            .await?);
+            FROM inbox";
+        let conditions = Conditions::default()
+            .and("sender_id = ", filter.sender.as_deref())
+            .and("control_number = ", filter.control_number.as_deref())
+            .and("status = ", filter.status.map(Status::as_str))
+            .and("id < ", filter.cursor)
+            .and_within(
+                "source IN (SELECT identity FROM partner_identities WHERE role = 'sender' AND partner_id = ",
+                filter.partner.as_deref(),
+                ")",
+            )
+            .and("standard = ", filter.standard.map(Standard::as_str))
+            .and("received_at >= ", filter.received_from)
+            .and("received_at < ", filter.received_before);
+        let items: Vec<InterchangeSummary> = on_pool!(self, pool => conditions
+            .list(&[SELECT], "id DESC", Some(filter.limit)).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, filter.limit, |item| item.id))
     }
 
@@ -442,22 +431,6 @@ impl Store {
 }
 
 /// A database URL fit for messages: without its password.
-/// The WHERE clause of a list: the condition of each filter given, `$n IS NULL` (true, as its
-/// parameter is bound to NULL) for each filter not given. Every parameter stays referenced, and no
-/// condition is `($n IS NULL OR …)`, which neither SQLite's planner nor a generic PostgreSQL plan
-/// can answer from an index. Each combination of filters is a statement of its own.
-fn only_given(filters: &[(bool, &str, &str)]) -> String {
-    let terms: Vec<String> = filters
-        .iter()
-        .map(
-            |&(given, condition, parameter)| {
-                if given { format!("({condition})") } else { format!("{parameter} IS NULL") }
-            },
-        )
-        .collect();
-    terms.join(" AND ")
-}
-
 pub fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {

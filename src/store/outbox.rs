@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::filter::Conditions;
 use super::{Db, Store, StoreError};
 use crate::accounting::{OutboxEntry, Settlement};
 use crate::inbox::outbox::AccountingStatus;
@@ -179,16 +180,12 @@ impl Store {
 
     /// Newest first, keyset-paginated on the time-ordered id.
     pub async fn outbox(&self, filter: &OutboxFilter) -> Result<Page<OutboxEntry>, StoreError> {
-        let sql = format!(
-            "SELECT {ENTRY_COLUMNS} FROM outbox WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
-             ORDER BY id DESC LIMIT $3"
-        );
-        let items: Vec<OutboxEntry> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(filter.status.map(AccountingStatus::as_str))
-            .bind(filter.cursor)
-            .bind(i64::from(filter.limit))
-            .fetch_all(pool)
-            .await?);
+        let conditions = Conditions::default()
+            .and("status = ", filter.status.map(AccountingStatus::as_str))
+            .and("id < ", filter.cursor);
+        let select = ["SELECT ", ENTRY_COLUMNS, " FROM outbox"];
+        let items: Vec<OutboxEntry> = on_pool!(self, pool => conditions
+            .list(&select, "id DESC", Some(filter.limit)).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, filter.limit, |item| item.id))
     }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::filter::Conditions;
 use super::{Store, StoreError};
 use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
@@ -255,30 +256,30 @@ impl Store {
         cursor: Option<Uuid>,
         limit: u32,
     ) -> Result<Page<DeliveryAttempt>, StoreError> {
-        const SQL: &str = "SELECT d.id, d.partner_id, d.outcome, d.status, d.request_id, d.remote_addr,
+        const SELECT: &str = "SELECT d.id, d.partner_id, d.outcome, d.status, d.request_id, d.remote_addr,
                 d.user_agent, d.content_type, d.body_bytes, d.received_at, d.door, d.transport_id, d.transport,
                 d.transport_reused
-            FROM inbox i JOIN deliveries d ON d.source = i.source AND d.message_id = i.message_id
-            WHERE i.id = $1 AND ($2 IS NULL OR d.id > $2) ORDER BY d.id LIMIT $3";
-        let items = on_pool!(self, pool => sqlx::query_as(SQL)
-            .bind(inbox_id).bind(cursor).bind(i64::from(limit)).fetch_all(pool).await?);
+            FROM inbox i JOIN deliveries d ON d.source = i.source AND d.message_id = i.message_id";
+        let conditions = Conditions::default().and("i.id = ", Some(inbox_id)).and("d.id > ", cursor);
+        let items = on_pool!(self, pool => conditions
+            .list(&[SELECT], "d.id", Some(limit)).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, limit, |item: &DeliveryAttempt| item.id))
     }
 
     /// Partners (all, or the one named) with their identities and credentials.
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
-        const PARTNERS: &str =
-            "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, conflict_policy,
-            on_mismatch, response, created_at, bypass_documents, as2_security, as2_certificates, as2_mdn_urls FROM partners WHERE ($1 IS NULL OR id = $1) ORDER BY id";
-        const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities
-            WHERE ($1 IS NULL OR partner_id = $1) ORDER BY role, identity";
+        const PARTNERS: &str = "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, \
+            conflict_policy, on_mismatch, response, created_at, bypass_documents, as2_security, as2_certificates, \
+            as2_mdn_urls FROM partners";
+        const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities";
         const CREDENTIALS: &str =
-            "SELECT partner_id, id, kind, created_at, revoked_at FROM partner_credentials
-            WHERE ($1 IS NULL OR partner_id = $1) ORDER BY created_at, id";
+            "SELECT partner_id, id, kind, created_at, revoked_at FROM partner_credentials";
+        let partner = Conditions::default().and("id = ", id);
+        let owned = Conditions::default().and("partner_id = ", id);
         let (rows, identities, credentials): (Vec<PartnerRow>, Vec<IdentityRow>, Vec<CredentialRow>) = on_pool!(self, pool => (
-            sqlx::query_as(PARTNERS).bind(id).fetch_all(pool).await?,
-            sqlx::query_as(IDENTITIES).bind(id).fetch_all(pool).await?,
-            sqlx::query_as(CREDENTIALS).bind(id).fetch_all(pool).await?,
+            partner.list(&[PARTNERS], "id", None).build_query_as().fetch_all(pool).await?,
+            owned.list(&[IDENTITIES], "role, identity", None).build_query_as().fetch_all(pool).await?,
+            owned.list(&[CREDENTIALS], "created_at, id", None).build_query_as().fetch_all(pool).await?,
         ));
         let mut partners: Vec<Partner> = rows
             .into_iter()

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::filter::Conditions;
 use super::{Store, StoreError};
 use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
@@ -85,16 +86,12 @@ impl Store {
 
     /// Held deliveries, newest first.
     pub async fn quarantined(&self, filter: &QuarantineFilter) -> Result<Page<Quarantined>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM quarantine WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2) \
-             ORDER BY id DESC LIMIT $3"
-        );
-        let items: Vec<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(filter.status.map(QuarantineStatus::as_str))
-            .bind(filter.cursor)
-            .bind(i64::from(filter.limit))
-            .fetch_all(pool)
-            .await?);
+        let conditions = Conditions::default()
+            .and("status = ", filter.status.map(QuarantineStatus::as_str))
+            .and("id < ", filter.cursor);
+        let select = ["SELECT ", COLUMNS, " FROM quarantine"];
+        let items: Vec<Quarantined> = on_pool!(self, pool => conditions
+            .list(&select, "id DESC", Some(filter.limit)).build_query_as().fetch_all(pool).await?);
         let items: Vec<Quarantined> = items.into_iter().map(answered).collect();
         Ok(Page::new(items, filter.limit, |item| item.id))
     }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::filter::Conditions;
 use super::{Store, StoreError};
 use crate::inbox::resource::Page;
 use crate::inbox::transport::{SnsControl, SnsType};
@@ -84,11 +85,10 @@ impl Store {
         cursor: Option<Uuid>,
         limit: u32,
     ) -> Result<Page<SnsSubscription>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM sns_subscriptions WHERE ($1 IS NULL OR id < $1) ORDER BY id DESC LIMIT $2"
-        );
-        let items = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(cursor).bind(i64::from(limit)).fetch_all(pool).await?);
+        let select = ["SELECT ", COLUMNS, " FROM sns_subscriptions"];
+        let conditions = Conditions::default().and("id < ", cursor);
+        let items = on_pool!(self, pool => conditions
+            .list(&select, "id DESC", Some(limit)).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, limit, |item: &SnsSubscription| item.id))
     }
 

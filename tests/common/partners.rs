@@ -43,6 +43,18 @@ pub async fn acme(h: &Harness) -> Registered {
     register(h, json!({"id": "acme", "name": "ACME Supply", "senders": ["x12:ZZ:ACMESUPPLY"], "receivers": ["x12:ZZ:BUYERCO"]})).await
 }
 
+/// Partner acme with `conflict_policy: quarantine`, an interchange of it recorded, and two more
+/// held: a conflicting resend and an invalid interchange (their quarantine entries, in that order).
+pub async fn holding_two(h: &Harness) -> (Registered, Value, Value) {
+    let acme = register(h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
+    let post = |body: Vec<u8>| post_with_key(h, &acme.api_key, body);
+    assert_eq!(post(super::fixture("x12/810-single.edi")).await.status, 201);
+    let conflict = post(super::fixture("x12/810-single-conflict.edi")).await;
+    let invalid = post(super::fixture("x12/invalid-se-count.edi")).await;
+    assert_eq!((conflict.status, invalid.status), (202, 202), "{} {}", conflict.text, invalid.text);
+    (acme, conflict.json(), invalid.json())
+}
+
 pub async fn post_with_key(h: &Harness, key: &str, body: Vec<u8>) -> Reply {
     Reply::send(
         h.app

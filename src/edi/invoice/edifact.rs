@@ -395,10 +395,9 @@ pub(in crate::edi) fn from_invoic(
         && taxes.len() > 1
         && let Some(warning) = reconcile::stated(
             what,
-            stated_tax,
+            (stated_tax, position),
             "the tax groups' MOA 124",
             Some(breakdown),
-            position,
             control_number,
         )
     {
@@ -441,16 +440,15 @@ pub(in crate::edi) fn from_invoic(
         });
     }
     let total_qualifier = String::from_utf8_lossy(total_qualifier);
-    if let Some((lines_stated, position)) =
-        stated(b"79").filter(|_| total_qualifier != "79" && !invoice.lines.is_empty())
+    if let Some(lines_stated) = stated(b"79").filter(|_| total_qualifier != "79" && !invoice.lines.is_empty())
     {
         let computed = reconcile::lines_total(&invoice, false);
+        let parts = "the sum of the lines";
         warnings.extend(reconcile::stated(
             "MOA 79 line total",
             lines_stated,
-            "the sum of the lines",
+            parts,
             computed,
-            position,
             control_number,
         ));
     }

@@ -44,7 +44,7 @@ fn expected_total(invoice: &Invoice, lines: Option<Decimal>) -> Option<Decimal> 
 pub(super) fn x12_total(invoice: &Invoice, position: usize, document: &str) -> Option<Warning> {
     let computed = expected_total(invoice, lines_total(invoice, true));
     let parts = "the lines plus charges less allowances and tax";
-    stated("TDS01 total", invoice.total, parts, computed, position, document)
+    stated("TDS01 total", (invoice.total, position), parts, computed, document)
 }
 
 /// The INVOIC's stated total (MOA `qualifier`) against what it is the sum of: MOA 79 the lines,
@@ -63,7 +63,7 @@ pub(super) fn invoic_total(
     } else {
         (expected_total(invoice, lines), "the lines plus charges less allowances plus tax")
     };
-    stated(format_args!("MOA {qualifier} total"), invoice.total, parts, computed, position, document)
+    stated(format_args!("MOA {qualifier} total"), (invoice.total, position), parts, computed, document)
 }
 
 /// A line's stated amount (MOA 203) against quantity × price ÷ basis (`computed`), less its
@@ -85,13 +85,13 @@ pub(super) fn line_amount(line: &InvoiceLine, computed: Decimal) -> Option<Strin
     })
 }
 
-/// Two figures for one amount: the stated one (`what`, at `position`) and the sum of its `parts`.
+/// Two figures for one amount: the stated one (`what`, with the position of the segment stating
+/// it) and the sum of its `parts`.
 pub(super) fn stated(
     what: impl std::fmt::Display,
-    stated: Decimal,
+    (stated, position): (Decimal, usize),
     parts: &str,
     computed: Option<Decimal>,
-    position: usize,
     document: &str,
 ) -> Option<Warning> {
     (!agrees(stated, computed)).then(|| Warning {

@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::session::Session;
 use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
 use crate::http::ApiContext;
-use crate::http::outbox as admin;
 use crate::inbox::outbox::AccountingStatus;
+use crate::operate::outbox;
 use crate::store::OutboxFilter;
 
 const PAGE: u32 = 100;
@@ -95,11 +95,11 @@ pub async fn act(
     session.may_act()?;
     let what = match decision {
         Decision::Retry => {
-            admin::retry(&ctx, id).await?;
+            outbox::retry(&ctx.store, id).await?;
             Done::Retried
         }
         Decision::Discard => {
-            admin::discard(&ctx, id).await?;
+            outbox::discard(&ctx.store, id).await?;
             Done::Discarded
         }
     };

@@ -24,6 +24,7 @@ use super::ApiContext;
 use super::extract::Id;
 use super::problem::ApiError;
 use crate::ingest;
+use crate::operate;
 use crate::store::StoreError;
 use session::{Refusal, Session};
 
@@ -82,6 +83,12 @@ pub enum Failure {
 impl From<ApiError> for Failure {
     fn from(error: ApiError) -> Failure {
         Failure::Api(error)
+    }
+}
+
+impl From<operate::Error> for Failure {
+    fn from(error: operate::Error) -> Failure {
+        Failure::Api(ApiError::from(error))
     }
 }
 

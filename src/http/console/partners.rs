@@ -11,8 +11,7 @@ use serde::Deserialize;
 use super::session::Session;
 use super::{Confirmed, Done, Failure, Notice, Tab, action, done, page, when};
 use crate::http::ApiContext;
-use crate::http::problem::ApiError;
-use crate::jobs::registry;
+use crate::operate::partners;
 use crate::partners::PartnerStatus;
 
 #[derive(Deserialize)]
@@ -87,7 +86,7 @@ pub async fn act(
         Decision::Suspend => (PartnerStatus::Suspended, Done::Suspended),
         Decision::Activate => (PartnerStatus::Active, Done::Activated),
     };
-    registry::set_status(&ctx.store, &id, status).await.map_err(ApiError::from)?;
+    partners::set_status(&ctx.store, &id, status).await?;
     Ok(done("/console/partners", what))
 }
 

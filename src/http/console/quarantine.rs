@@ -13,8 +13,8 @@ use super::{Confirmed, Done, Failure, Filters, Notice, PageId, Tab, action, done
 use crate::edi::diff::{self, Change};
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
-use crate::http::quarantine as admin;
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::operate::quarantine;
 use crate::store::QuarantineFilter;
 
 const PAGE: u32 = 100;
@@ -158,11 +158,11 @@ pub async fn act(
     session.may_act()?;
     let what = match decision {
         Decision::Release => {
-            admin::release(&ctx, id).await?;
+            quarantine::release(&ctx.ingest, id).await?;
             Done::Released
         }
         Decision::Discard => {
-            admin::discard(&ctx, id).await?;
+            quarantine::discard(&ctx.store, id).await?;
             Done::Discarded
         }
     };

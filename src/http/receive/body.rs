@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::http::request::Parts;
 use http_body_util::BodyExt;
 
-use super::problem::ApiError;
+use crate::http::problem::ApiError;
 
 /// Copies of a body that reading and parsing hold at once at most (the body, its unwrapped form, the
 /// parsed segments), charged to the memory budget as the body is read (reserved before it is read

@@ -5,14 +5,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, Parser};
 
 use crate::accounting::retry::RetryPolicy;
 use crate::ingest::IngestOptions;
 use crate::jobs::purge::Retention;
 use crate::jobs::relay::{RelayOptions, shown};
-use crate::partners::NewPartner;
 use crate::store::StoreOptions;
+
+mod commands;
+pub use commands::{Command, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand};
 
 /// Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
 #[derive(Debug, Parser)]
@@ -26,68 +28,6 @@ pub struct Cli {
     pub server: ServerConfig,
     #[command(flatten)]
     pub accounting: AccountingConfig,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Apply migrations, then serve the HTTP API (the default).
-    Serve,
-    /// Apply the database migrations and exit.
-    Migrate,
-    /// Print the OpenAPI document.
-    Openapi,
-    /// Deliver pending outbox messages to the accounting API until stopped (what `serve` does in
-    /// the background unless `--relay false`).
-    Relay,
-    /// Consume interchanges from RabbitMQ or NATS JetStream until stopped, acknowledging each
-    /// message only after the transaction that recorded it committed.
-    Consume(ConsumeConfig),
-    /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
-    Export,
-    /// Exit 0 when the server at `--bind` (or `url`) answers `GET /readyz` with 200, 1 otherwise:
-    /// the container's health check, without a shell or curl in the image.
-    Probe {
-        /// Readiness URL; default `http://{loopback or bind address}/readyz`.
-        url: Option<String>,
-    },
-    /// Print the effective configuration as JSON: every setting's value (secrets masked) and where
-    /// it came from (`default`, `env` or `flag`).
-    Config,
-    /// Drop stored payloads older than the retention period (keys and outcomes stay, until the key
-    /// retention if one is set), then exit.
-    Purge {
-        /// Count what would be dropped; drop nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Manage trading partners: who may post, as which senders, with which credentials.
-    Partner {
-        #[command(subcommand)]
-        action: PartnerCommand,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PartnerCommand {
-    /// Register a partner; prints its first API key and Standard Webhooks secret (shown once).
-    Add(Box<NewPartner>),
-    /// List partners as JSON.
-    List,
-    /// Show one partner as JSON.
-    Show { id: String },
-    /// Refuse the partner's requests (403) until activated again.
-    Suspend { id: String },
-    /// Accept the partner's requests again.
-    Activate { id: String },
-    /// Issue an additional API key (or, with --webhook-secret, signing secret); the old ones stay
-    /// valid until revoked, so senders can switch without downtime.
-    RotateKey {
-        id: String,
-        #[arg(long)]
-        webhook_secret: bool,
-    },
-    /// Revoke one credential (its id is in `partner show`).
-    RevokeKey { id: String, credential: uuid::Uuid },
 }
 
 #[derive(Debug, Clone, Args)]

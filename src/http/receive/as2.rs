@@ -14,16 +14,16 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 
-use super::ApiContext;
-use super::auth::Caller;
-use super::problem::{self, ApiError};
+use super::Attempt;
 use crate::as2::mdn::{self, Disposition, Receipt, Requested};
 use crate::as2::mime::Entity;
 use crate::as2::{Allowance, Failure, Identity, Mic, MicChoice, Opened, Opening};
+use crate::http::ApiContext;
+use crate::http::auth::Caller;
+use crate::http::problem::{self, ApiError};
 use crate::inbox::Logged;
-use crate::ingest::{self, Ingested, Reply, Reservation};
+use crate::ingest::{self, Ingested, Reply};
 use crate::partners::mdn_url_allowed;
-use crate::store::AttemptFacts;
 
 /// The outer media types of a secured AS2 message (a plain one carries an EDI media type).
 pub const SECURED_MEDIA_TYPES: [&str; 3] =
@@ -68,6 +68,8 @@ pub struct Exchange {
     pub to: String,
     pub message_id: String,
     pub receipt: Option<Requested>,
+    /// The body's own headers (`Content-Type`, `Content-Transfer-Encoding`): the outer MIME entity.
+    entity_headers: Vec<(String, String)>,
 }
 
 impl Exchange {
@@ -84,6 +86,10 @@ impl Exchange {
                 h("disposition-notification-options"),
                 h("receipt-delivery-option"),
             ),
+            entity_headers: ["content-type", "content-transfer-encoding"]
+                .into_iter()
+                .filter_map(|name| Some((name.to_owned(), h(name)?.to_owned())))
+                .collect(),
         })
     }
 }
@@ -100,27 +106,22 @@ pub struct Checked {
 /// Opens a read AS2 body: its EDI, the caller it proves, how it was protected (added to the
 /// attempt's transport facts) and what its receipt needs. A partner's requirements
 /// (`as2_security`, MDN URLs) apply once it is known by its AS2 name.
-pub async fn open(
+pub(super) async fn open(
     ctx: &ApiContext,
     caller: Caller,
     exchange: &Exchange,
-    headers: &HeaderMap,
     body: Bytes,
-    facts: &mut AttemptFacts,
-    reservation: &mut Reservation,
-) -> Result<(Caller, Opened, Checked), ApiError> {
+    attempt: &mut Attempt,
+) -> Result<(Caller, Opened), ApiError> {
     let directory = ctx.store.directory().await?;
     let sender = directory.by_as2_name(&exchange.from).cloned();
     let signers = sender.as_ref().map(|sender| sender.certificates.clone()).unwrap_or_default();
     let identities = Arc::clone(&ctx.as2.identities);
     let mic = exchange.receipt.as_ref().map_or_else(MicChoice::default, |receipt| receipt.mic.clone());
-    let entity_headers: Vec<(String, String)> = ["content-type", "content-transfer-encoding"]
-        .into_iter()
-        .filter_map(|name| Some((name.to_owned(), headers.get(name)?.to_str().ok()?.to_owned())))
-        .collect();
+    let entity_headers = exchange.entity_headers.clone();
     let limit = ctx.body_limit;
     let budget = ctx.ingest.budget().clone();
-    let mut held = std::mem::replace(reservation, budget.nothing());
+    let mut held = std::mem::replace(&mut attempt.reservation, budget.nothing());
     // RSA and inflating are CPU work: off the request threads. What inflates, in all layers
     // together, stays under the body limit and is charged to the memory budget as it inflates.
     let (opened, held) = tokio::task::spawn_blocking(move || {
@@ -131,9 +132,10 @@ pub async fn open(
     })
     .await
     .map_err(|_| ApiError::Internal)?;
-    *reservation = held;
+    attempt.reservation = held;
     let opened = opened.map_err(refused)?;
     let security = opened.security;
+    let facts = &mut attempt.facts;
     facts.transport = std::mem::take(&mut facts.transport)
         .with("signed", Some(security.signed))
         .with("encrypted", Some(security.encrypted))
@@ -168,8 +170,8 @@ pub async fn open(
             return Err(refused(Failure::ReceiptUrlRefused(url.clone())));
         }
     }
-    let checked = Checked { mic: opened.mic.clone(), return_to };
-    Ok((caller, opened, checked))
+    attempt.checked = Some(Checked { mic: opened.mic.clone(), return_to });
+    Ok((caller, opened))
 }
 
 /// An AS2 refusal, counted as a security event when it is about proof.
@@ -191,13 +193,13 @@ fn refused(failure: Failure) -> ApiError {
 /// URL only when opening the message checked it (`checked`); any earlier refusal is answered in
 /// the HTTP response, so that no request makes this service call an address it was not given by
 /// a partner. Records the disposition with the attempt.
-pub fn receipt(
+pub(super) fn receipt(
     ctx: &ApiContext,
-    exchange: &Exchange,
-    checked: Option<&Checked>,
+    attempt: &mut Attempt,
     outcome: Result<&Ingested, &ApiError>,
-    facts: &mut AttemptFacts,
 ) -> Option<Response> {
+    let Attempt { exchange, checked, facts, .. } = attempt;
+    let (exchange, checked) = (exchange.as_ref()?, checked.as_ref());
     let requested = exchange.receipt.as_ref()?;
     let disposition = match outcome {
         Ok(ingested) => disposition_of(ingested),

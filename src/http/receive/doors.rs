@@ -17,9 +17,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::ApiContext;
-use super::problem::{ApiError, Problem};
 use crate::edi::{self, Standard};
+use crate::http::ApiContext;
+use crate::http::problem::{ApiError, Problem};
 use crate::inbox::transport::{Door, SnsControl, SnsType, Transport};
 use crate::partners::sns::SnsMessage;
 
@@ -208,7 +208,7 @@ pub enum Arrival {
 pub fn unwrap(recognised: Recognised, body: Bytes, parsed: Option<SnsMessage>) -> Result<Arrival, ApiError> {
     let Recognised { wrapping, content_type, transport } = recognised;
     if !matches!(wrapping, Wrapping::Raw) {
-        super::nul::refuse_in_json(&body)?;
+        crate::http::nul::refuse_in_json(&body)?;
     }
     match wrapping {
         Wrapping::Raw => Ok(Arrival::Interchange { body, content_type, transport }),

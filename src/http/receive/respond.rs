@@ -1,0 +1,74 @@
+//! The answer to a recorded (or replayed, conflicting, held, bypassed) delivery: the stored body
+//! or acknowledgement, with its status and headers.
+
+use axum::Json;
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::edi::ack;
+use crate::http::ApiContext;
+use crate::http::problem::{self, ApiError, PROBLEM_JSON};
+use crate::http::representation::{Representation, ack_media_type};
+use crate::inbox::Status;
+use crate::ingest::Ingested;
+
+/// Set on every response that repeats the outcome of an earlier delivery.
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The HTTP answer to an ingested delivery: the stored body (or acknowledgement) with its status
+/// and headers.
+pub(super) async fn respond(
+    ctx: &ApiContext,
+    representation: Representation,
+    ingested: &Ingested,
+) -> Result<Response, ApiError> {
+    let ack_wanted = representation == Representation::Ack;
+    let (delivery, status, body, replayed, id) = match ingested {
+        Ingested::Recorded { delivery, ack_control_number } => {
+            let body = if ack_wanted {
+                ack::with_control_number(&delivery.ack, *ack_control_number)
+            } else {
+                delivery.response.clone()
+            };
+            (delivery, delivery.status, body, false, delivery.id)
+        }
+        Ingested::Replayed { delivery, id, status, body } => {
+            let body =
+                if ack_wanted { ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)? } else { body.clone() };
+            (delivery, *status, body, true, *id)
+        }
+        Ingested::Conflict { delivery, original_id } => {
+            return Ok(problem::conflict(*original_id, &delivery.key).into_response());
+        }
+        Ingested::Quarantined { entry, fresh, .. } => {
+            let mut response = (StatusCode::ACCEPTED, Json(entry)).into_response();
+            if !fresh {
+                response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+            }
+            return Ok(response);
+        }
+        Ingested::Bypassed(resource) => return Ok((StatusCode::OK, Json(resource)).into_response()),
+    };
+    let code = problem::reply_status(ingested.reply());
+    let content_type = match (ack_wanted, status) {
+        (true, _) => ack_media_type(delivery.envelope.standard),
+        (false, Status::Processed) => "application/json",
+        (false, Status::Rejected) => PROBLEM_JSON,
+    };
+    let (body, applied) = match status {
+        Status::Processed => representation.interchange(body)?,
+        Status::Rejected => (body, None),
+    };
+    let mut response = (code, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    let headers = response.headers_mut();
+    headers.extend(applied);
+    if replayed {
+        headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    if status == Status::Processed {
+        let location = format!("/v1/interchanges/{id}");
+        let name = if replayed { header::CONTENT_LOCATION } else { header::LOCATION };
+        headers.insert(name, HeaderValue::from_str(&location).map_err(|_| ApiError::Internal)?);
+    }
+    Ok(response)
+}

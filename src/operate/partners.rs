@@ -1,0 +1,70 @@
+//! The partner registry: register, issue and revoke credentials, suspend and activate. Secrets are
+//! issued here, only what may be stored is stored, and the secrets are returned once.
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::Error;
+use crate::partners::{
+    CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
+    new_webhook_secret,
+};
+use crate::store::Store;
+
+fn no_partner(id: &str) -> Error {
+    Error::NotFound(format!("no partner {id:?}"))
+}
+
+/// Registers a partner with a first API key and signing secret, returned once.
+pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<IssuedSecret>), Error> {
+    new.validate().map_err(Error::Invalid)?;
+    let (key, secret) = (new_api_key(), new_webhook_secret());
+    let (key_id, secret_id) = (Uuid::now_v7(), Uuid::now_v7());
+    let hash = api_key_hash(&key);
+    if !store.create_partner(new, (key_id, &hash), (secret_id, &secret), Utc::now()).await? {
+        return Err(Error::Exists(format!(
+            "partner {:?} or one of its sender identities exists already",
+            new.id
+        )));
+    }
+    let partner = store.partner(&new.id).await?.ok_or_else(|| no_partner(&new.id))?;
+    let issued = vec![
+        IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
+        IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },
+    ];
+    Ok((partner, issued))
+}
+
+/// Issues an additional credential of `kind`; the existing ones stay valid until revoked.
+pub async fn rotate(store: &Store, partner_id: &str, kind: CredentialKind) -> Result<IssuedSecret, Error> {
+    store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
+    let id = Uuid::now_v7();
+    let (secret, stored) = match kind {
+        CredentialKind::ApiKey => {
+            let key = new_api_key();
+            let hash = api_key_hash(&key);
+            (key, hash)
+        }
+        CredentialKind::WebhookSecret => {
+            let secret = new_webhook_secret();
+            (secret.clone(), secret)
+        }
+    };
+    store.add_credential(partner_id, kind, (id, &stored), Utc::now()).await?;
+    Ok(IssuedSecret { credential_id: id, kind, secret })
+}
+
+pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid) -> Result<(), Error> {
+    if store.revoke_credential(partner_id, credential, Utc::now()).await? {
+        Ok(())
+    } else {
+        Err(Error::NotFound(format!("no active credential {credential} of partner {partner_id:?}")))
+    }
+}
+
+pub async fn set_status(store: &Store, partner_id: &str, status: PartnerStatus) -> Result<Partner, Error> {
+    if !store.set_partner_status(partner_id, status).await? {
+        return Err(no_partner(partner_id));
+    }
+    store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))
+}

@@ -1,0 +1,38 @@
+//! Resolving a held delivery (a quarantine-policy partner's delivery that would have been refused):
+//! release it (recorded after all) or discard it.
+
+use chrono::Utc;
+use std::sync::Arc;
+use uuid::Uuid;
+
+use super::Error;
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::ingest::Ingest;
+use crate::store::Store;
+
+/// Releases a held delivery: parsed again under its partner's current settings and recorded.
+pub async fn release(ingest: &Ingest, id: Uuid) -> Result<Quarantined, Error> {
+    let store = ingest.store();
+    let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
+    let partner = store.partner(&held.entry.partner_id).await?;
+    let partner =
+        partner.ok_or_else(|| Error::NotFound(format!("no partner {:?}", held.entry.partner_id)))?;
+    Ok(ingest.release(held, Arc::new(partner)).await?)
+}
+
+/// Discards a held delivery: it is never booked.
+pub async fn discard(store: &Store, id: Uuid) -> Result<Quarantined, Error> {
+    let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
+    if held.entry.status != QuarantineStatus::Held {
+        return Err(Error::WrongState(format!(
+            "the delivery is {}; only held ones are resolved",
+            held.entry.status.as_str()
+        )));
+    }
+    let discarded = store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
+    discarded.ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))
+}
+
+fn no_entry(id: Uuid) -> Error {
+    Error::NotFound(format!("no quarantine entry {id}"))
+}

@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::inbox::outbox::AccountingStatus;
 
 /// An outbox message as the admin API lists it.
-#[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct OutboxEntry {
     pub id: Uuid,
     pub invoice_id: Uuid,
@@ -22,7 +22,6 @@ pub struct OutboxEntry {
     pub destination: String,
     /// Sent as `Idempotency-Key` with every attempt.
     pub idempotency_key: String,
-    #[sqlx(try_from = "String")]
     pub status: AccountingStatus,
     pub attempts: i32,
     pub next_attempt_at: DateTime<Utc>,

@@ -320,13 +320,12 @@ fn rendered(resource: &InterchangeResource) -> String {
 }
 
 /// What the store found when it claimed a delivery's key (in the same transaction that wrote it).
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 pub struct Claim {
     /// Id of the row holding the key now.
     pub id: Uuid,
     /// True when this delivery's row was written (first delivery, or replacing a rejected one).
     pub fresh: bool,
-    #[sqlx(try_from = "String")]
     pub status: Status,
     pub payload_sha256: String,
     /// The stored response; only read back when the row is not fresh.
@@ -334,7 +333,6 @@ pub struct Claim {
     /// The control number allocated to this delivery's acknowledgement, when the row is fresh.
     pub ack_control_number: Option<i64>,
     /// The fresh row's transport id was seen before with another key (PostgreSQL reports it here).
-    #[sqlx(default)]
     pub transport_reused: bool,
 }
 

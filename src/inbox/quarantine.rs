@@ -30,17 +30,14 @@ text_enum! {
 }
 
 /// A held delivery, as listed and as answered to its sender.
-#[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct Quarantined {
     pub id: Uuid,
     /// Always `quarantined`: what the sender's 2xx answer says happened.
-    #[sqlx(skip)]
     #[schema(example = "quarantined")]
     pub outcome: &'static str,
     pub partner_id: String,
-    #[sqlx(try_from = "String")]
     pub reason: QuarantineReason,
-    #[sqlx(try_from = "String")]
     pub status: QuarantineStatus,
     pub source: String,
     pub message_id: String,
@@ -48,7 +45,6 @@ pub struct Quarantined {
     /// The interchange it conflicts with, or the rejected interchange.
     pub interchange_id: Uuid,
     /// The problem it would have been refused with.
-    #[sqlx(try_from = "String")]
     #[schema(value_type = super::problem::Problem)]
     pub problem: StoredProblem,
     pub received_at: DateTime<Utc>,

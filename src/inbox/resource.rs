@@ -127,13 +127,11 @@ impl MinimalInterchange {
 }
 
 /// An interchange in a list.
-#[derive(Clone, Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct InterchangeSummary {
     pub id: Uuid,
-    #[schema(value_type = Status)]
-    pub status: String,
-    #[schema(value_type = Standard)]
-    pub standard: String,
+    pub status: Status,
+    pub standard: Standard,
     #[schema(example = "ACMESUPPLY")]
     pub sender_id: String,
     #[schema(example = "000001142")]

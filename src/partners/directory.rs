@@ -18,10 +18,9 @@ pub struct Signer {
 }
 
 /// A credential that is not revoked, as the directory is built from it.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 pub struct ActiveCredential {
     pub partner_id: String,
-    #[sqlx(try_from = "String")]
     pub kind: CredentialKind,
     pub key_sha256: Option<String>,
     pub secret: Option<String>,

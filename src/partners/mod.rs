@@ -135,10 +135,9 @@ impl Partner {
 }
 
 /// A credential as listed: never the secret itself.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Credential {
     pub id: Uuid,
-    #[sqlx(try_from = "String")]
     pub kind: CredentialKind,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,

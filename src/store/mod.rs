@@ -47,6 +47,7 @@ macro_rules! on_pool {
 mod audit;
 mod batch;
 mod console;
+mod decode;
 mod exports;
 mod filter;
 mod hosts;

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::filter::Conditions;
 use super::{Store, StoreError};
-use crate::inbox::quarantine::{QUARANTINED, QuarantineReason, QuarantineStatus, Quarantined};
+use crate::inbox::quarantine::{QuarantineReason, QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
 
 /// A delivery to hold.
@@ -52,11 +52,6 @@ struct HeldRow {
 const COLUMNS: &str = "id, partner_id, reason, status, source, message_id, payload_sha256, interchange_id, \
     problem, received_at, resolved_at, released_as";
 
-fn answered(mut entry: Quarantined) -> Quarantined {
-    entry.outcome = QUARANTINED;
-    entry
-}
-
 impl Store {
     /// Holds a delivery, or finds the entry an earlier delivery of the same content made; true
     /// when it was held just now.
@@ -81,7 +76,7 @@ impl Store {
                 .fetch_one(pool).await?
         });
         let fresh = entry.id == id;
-        Ok((answered(entry), fresh))
+        Ok((entry, fresh))
     }
 
     /// Held deliveries, newest first.
@@ -92,7 +87,6 @@ impl Store {
         let select = ["SELECT ", COLUMNS, " FROM quarantine"];
         let items: Vec<Quarantined> = on_pool!(self, pool => conditions
             .list(&select, "id DESC", Some(filter.limit)).build_query_as().fetch_all(pool).await?);
-        let items: Vec<Quarantined> = items.into_iter().map(answered).collect();
         Ok(Page::new(items, filter.limit, |item| item.id))
     }
 
@@ -101,7 +95,7 @@ impl Store {
         let sql = format!("SELECT {COLUMNS}, payload, content_type FROM quarantine WHERE id = $1");
         let row: Option<HeldRow> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?);
         Ok(row.map(|row| HeldPayload {
-            entry: answered(row.entry),
+            entry: row.entry,
             payload: Bytes::from(row.payload),
             content_type: row.content_type,
         }))
@@ -123,7 +117,7 @@ impl Store {
         );
         let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(id).bind(now).fetch_optional(pool).await?);
-        Ok(entry.map(answered))
+        Ok(entry)
     }
 
     /// Finishes a claimed release: the interchange it recorded.
@@ -137,7 +131,7 @@ impl Store {
         );
         let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(id).bind(released_as).fetch_optional(pool).await?);
-        Ok(entry.map(answered))
+        Ok(entry)
     }
 
     /// Gives a claimed release's entry back to the operators: its delivery was not recorded.
@@ -164,6 +158,6 @@ impl Store {
         let entry: Option<Quarantined> = on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(id).bind(status.as_str()).bind(released_as).bind(now)
             .fetch_optional(pool).await?);
-        Ok(entry.map(answered))
+        Ok(entry)
     }
 }

@@ -11,9 +11,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::app::{self, App};
-use edi_inbox::config::{AccountingConfig, AuthMode, Cli, DatabaseConfig, LogFormat, ServerConfig};
+use edi_inbox::config::{AccountingConfig, Cli, DatabaseConfig, ServerConfig};
 use serde_json::Value;
 use sqlx::Connection;
 use tokio::sync::oneshot;
@@ -86,49 +86,23 @@ impl TestDb {
     }
 }
 
-pub fn database_config(url: &str) -> DatabaseConfig {
-    DatabaseConfig {
-        database_url: url.to_owned(),
-        db_max_connections: 8,
-        db_timeout: 2,
-        retention_days: 90,
-        key_retention_days: None,
-        purge_batch: 1000,
-        replay_cache_bytes: 8 * 1024 * 1024,
-        partner_cache_ttl: 5,
-    }
+/// The settings `args` (command-line flags) give, read by the binary's own parser with its
+/// documented defaults, so that the tests copy none of them; the environment of whoever runs the
+/// tests is not read.
+fn loaded(args: &[&str]) -> Cli {
+    let args = std::iter::once("edi-inbox").chain(args.iter().copied());
+    let matches = Cli::command().mut_args(|arg| arg.env(None)).try_get_matches_from(args);
+    Cli::from_arg_matches(&matches.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The database settings for `url`: a smaller pool and a shorter wait than the defaults.
+pub fn database_config(url: &str) -> DatabaseConfig {
+    loaded(&["--database-url", url, "--db-max-connections", "8", "--db-timeout", "2"]).database
+}
+
+/// The server's default settings on an ephemeral loopback port.
 pub fn server_config() -> ServerConfig {
-    ServerConfig {
-        bind: "127.0.0.1:0".parse().expect("address"),
-        body_limit: 10 * 1024 * 1024,
-        request_timeout: 30,
-        auth: AuthMode::Auto,
-        allow_open_on_network: false,
-        admin_token: None,
-        console_viewer_token: None,
-        webhook_allowed_origins: Vec::new(),
-        as2_receiver_ids: Vec::new(),
-        as2_keys: Vec::new(),
-        pubsub_audience: None,
-        pubsub_jwks: "https://www.googleapis.com/oauth2/v3/certs".into(),
-        sns_cert_urls: vec!["https://sns.*.amazonaws.com/".into(), "https://sns.*.amazonaws.com.cn/".into()],
-        rate_limit: 600,
-        max_in_flight: 256,
-        max_unproven_in_flight: 16,
-        refusals_per_minute: 60,
-        buffer_bytes: 512 * 1024 * 1024,
-        idle_timeout: 60,
-        max_connections: 4096,
-        max_connections_per_address: 512,
-        max_unproven_per_address: 4,
-        min_body_rate: 16 * 1024,
-        max_segments: 1_000_000,
-        max_element_length: 65_536,
-        header_timeout: 10,
-        log_format: LogFormat::Pretty,
-    }
+    loaded(&["--bind", "127.0.0.1:0"]).server
 }
 
 /// Where the tests' server logs go (JSON, one file per test process), for `scripts/check-logs`,
@@ -158,10 +132,9 @@ fn capture_logs() {
     });
 }
 
-/// The accounting settings `args` (command-line flags) give, read by the binary's own parser.
+/// The accounting settings `args` (command-line flags) give.
 pub fn accounting_config(args: &[&str]) -> AccountingConfig {
-    let args = std::iter::once("edi-inbox").chain(args.iter().copied());
-    Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{e}")).accounting
+    loaded(args).accounting
 }
 
 /// One running application instance.

@@ -129,8 +129,8 @@ pub fn table(items: &[InterchangeSummary]) -> Markup {
                         td { (when(item.received_at)) }
                         td { (item.sender_id) }
                         td { a.mono href={ "/console/interchanges/" (item.id) } { (item.control_number) } }
-                        td { (item.standard) }
-                        td class={ "status-" (item.status) } { (item.status) }
+                        td { (item.standard.as_str()) }
+                        td class={ "status-" (item.status.as_str()) } { (item.status.as_str()) }
                         td.num { (item.deliveries) }
                         td { @if let Some(at) = item.last_delivery_at { (when(at)) } }
                     }

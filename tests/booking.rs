@@ -65,19 +65,27 @@ async fn every_booking_fixture_is_booked_as_it_says(backend: Backend) {
     h.finish().await;
 }
 
+/// The sender of the INVOIC fixtures registered as partner `muster` with `on_mismatch`: its API key.
+async fn muster(h: &Harness, on_mismatch: &str) -> String {
+    let partner = json!({"id": "muster", "name": "Muster Elektro", "senders": ["edifact:14:4000001000005"],
+        "on_mismatch": on_mismatch});
+    register(h, partner).await.api_key
+}
+
+/// Posts `booking/{file}` with `key`.
+async fn post_as(h: &Harness, key: &str, file: &str) -> Reply {
+    let request = h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(key);
+    let request = request.header("content-type", "application/edifact");
+    Reply::send(request.body(fixture(&format!("booking/{file}")))).await
+}
+
 /// A partner registered with `on_mismatch: reject` gets 422 for an invoice whose total does not
 /// reconcile, naming both figures at the segment that states the total (and the same 422 on a
 /// replay); its invoices that reconcile are booked.
 async fn a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
-    let partner = json!({"id": "muster", "name": "Muster Elektro", "senders": ["edifact:14:4000001000005"],
-        "on_mismatch": "reject"});
-    let key = register(&h, partner).await.api_key;
-    let post = async |file: &str| {
-        let request = h.app.client.post(h.app.url("/v1/interchanges")).bearer_auth(&key);
-        let request = request.header("content-type", "application/edifact");
-        Reply::send(request.body(fixture(&format!("booking/{file}")))).await
-    };
+    let key = muster(&h, "reject").await;
+    let post = async |file: &str| post_as(&h, &key, file).await;
     let refused = post("invoic-unreconciled-and-credit-note.edi").await;
     let problem = refused.assert_problem(422, "invalid-interchange");
     assert_eq!(problem["segment_position"], 22, "{problem}");
@@ -100,7 +108,50 @@ async fn a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch(backend
     h.finish().await;
 }
 
+/// A partner registered with `on_mismatch: quarantine` has an invoice that does not reconcile held
+/// (202, reason `mismatch`, with the 422 it would have got; the same entry on a resend) instead of
+/// refused; an operator's release books it as stated, field by field as `expected.json` says, with
+/// its mismatch warning; its invoices that reconcile are booked at once.
+async fn a_partner_holding_mismatches_gets_them_booked_when_an_operator_releases_them(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let key = muster(&h, "quarantine").await;
+    let post = async |file: &str| post_as(&h, &key, file).await;
+    let file = "invoic-unreconciled-and-credit-note.edi";
+    let held = post(file).await;
+    assert_eq!(held.status, 202, "{}", held.text);
+    let entry = held.json();
+    assert_eq!((&entry["status"], &entry["reason"]), (&json!("held"), &json!("mismatch")), "{entry}");
+    assert_eq!(entry["problem"]["type"], "/problems/invalid-interchange");
+    assert_eq!(entry["problem"]["segment_position"], 22);
+    let detail = entry["problem"]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("MOA 77 total 2137.58 differs from the lines plus charges"), "{detail}");
+    let again = post(file).await;
+    assert_eq!((again.status, again.header("idempotent-replayed")), (202, Some("true")));
+    assert_eq!(again.json()["id"], entry["id"]);
+
+    let release = format!("/v1/admin/quarantine/{}/release", entry["id"].as_str().unwrap());
+    let released = admin(&h, reqwest::Method::POST, &release, None).await;
+    assert_eq!((released.status, &released.json()["status"]), (200, &json!("released")), "{}", released.text);
+    let booked = format!("/v1/interchanges/{}", released.json()["released_as"].as_str().unwrap());
+    let booked = admin(&h, reqwest::Method::GET, &booked, None).await.json();
+    let want = &expected()[file];
+    assert_eq!(booked["status"], "processed", "{booked}");
+    assert_eq!(booked["warnings"], want["warnings"], "booked with its mismatch warning");
+    let wanted = want["invoices"].as_array().unwrap();
+    assert_eq!(booked["invoices"].as_array().map(Vec::len), Some(wanted.len()));
+    for (n, (got, want)) in booked["invoices"].as_array().unwrap().iter().zip(wanted).enumerate() {
+        assert_fields(&format!("{file} invoice {n} (released)"), got, want);
+    }
+    assert_eq!(
+        post("invoic-every-party-tax-and-charge.edi").await.status,
+        201,
+        "an invoice that reconciles books"
+    );
+    h.finish().await;
+}
+
 both_backends!(
     every_booking_fixture_is_booked_as_it_says,
-    a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch
+    a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch,
+    a_partner_holding_mismatches_gets_them_booked_when_an_operator_releases_them
 );

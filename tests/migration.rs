@@ -1,7 +1,8 @@
-//! Migration 0012 (the invoice model) on a database that already holds what the previous model
-//! booked: the rows survive (SQLite rebuilds `invoices`, which must not cascade to the lines), a
+//! Migrations on a database that already holds rows, on SQLite and PostgreSQL. 0012 (the invoice
+//! model): the rows survive (SQLite rebuilds `invoices`, which must not cascade to the lines), a
 //! replay answers the stored bytes, and reading the invoice gives its tax as one entry of `taxes`
-//! and its product id as one entry of `product_ids`, on SQLite and PostgreSQL.
+//! and its product id as one entry of `product_ids`. 0013 (holding mismatches): a partner's
+//! identities and credentials survive SQLite's rebuild of `partners`, and its key still works.
 
 mod common;
 
@@ -44,20 +45,20 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Applies the migrations before 0012 and writes `rows` with them.
-async fn previous_model(backend: Backend, url: &str, rows: String) {
+/// Applies the migrations up to `version` and writes `rows` with them.
+async fn migrated_to(version: i64, backend: Backend, url: &str, rows: String) {
     let rows = sqlx::AssertSqlSafe(rows);
     match backend {
         Backend::Sqlite => {
             let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).unwrap().create_if_missing(true);
             let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-            sqlx::migrate!("migrations/sqlite").run_to(11, &pool).await.unwrap();
+            sqlx::migrate!("migrations/sqlite").run_to(version, &pool).await.unwrap();
             sqlx::raw_sql(rows).execute(&pool).await.unwrap();
             pool.close().await;
         }
         Backend::Postgres => {
             let pool = sqlx::PgPool::connect(url).await.unwrap();
-            sqlx::migrate!("migrations/postgres").run_to(11, &pool).await.unwrap();
+            sqlx::migrate!("migrations/postgres").run_to(version, &pool).await.unwrap();
             sqlx::raw_sql(rows).execute(&pool).await.unwrap();
             pool.close().await;
         }
@@ -71,7 +72,8 @@ async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(bac
     let interchange = edi_inbox::edi::parse(&payload, &mut scratch, Default::default()).unwrap();
     assert_eq!(interchange.envelope.control_number, "000001142", "the rows below are this fixture's");
     let ids = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
-    previous_model(backend, &db.url, previous_rows(backend, &payload, &interchange.fingerprint(), ids)).await;
+    migrated_to(11, backend, &db.url, previous_rows(backend, &payload, &interchange.fingerprint(), ids))
+        .await;
 
     let app = TestApp::start(&database_config(&db.url), &server_config()).await;
     let replay = app.post(payload, "application/edi-x12").await;
@@ -108,4 +110,34 @@ async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(bac
     db.remove().await;
 }
 
-both_backends!(an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures);
+async fn a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_and_key(backend: Backend) {
+    let db = TestDb::create(backend).await;
+    let key = "a-partner-key-issued-before-migration-0013";
+    let credential = match backend {
+        Backend::Sqlite => format!("X'{}'", Uuid::now_v7().simple()),
+        Backend::Postgres => format!("'{}'", Uuid::now_v7()),
+    };
+    let rows = format!(
+        "INSERT INTO partners (id, name, status, created_at) VALUES ('acme', 'ACME', 'active', '2026-03-17T10:15:00Z');
+         INSERT INTO partner_identities (partner_id, role, identity) VALUES ('acme', 'sender', 'x12:ZZ:ACMESUPPLY');
+         INSERT INTO partner_credentials (id, partner_id, kind, key_sha256, created_at) \
+         VALUES ({credential}, 'acme', 'api_key', '{}', '2026-03-17T10:15:00Z');",
+        edi_inbox::partners::api_key_hash(key)
+    );
+    migrated_to(12, backend, &db.url, rows).await;
+
+    let server =
+        edi_inbox::config::ServerConfig { auth: edi_inbox::config::AuthMode::Partners, ..server_config() };
+    let app = TestApp::start(&database_config(&db.url), &server).await;
+    let request = app.client.post(app.url("/v1/interchanges")).bearer_auth(key);
+    let request = request.header("content-type", "application/edi-x12").body(fixture("x12/810-single.edi"));
+    let created = common::Reply::send(request).await;
+    assert_eq!(created.status, 201, "the key and the sender identity survived: {}", created.text);
+    app.stop().await;
+    db.remove().await;
+}
+
+both_backends!(
+    an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures,
+    a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_and_key
+);

@@ -95,6 +95,8 @@ pub enum ErrorKind {
     InvalidDate,
     /// A byte outside the interchange character set.
     Charset,
+    /// A stated figure does not reconcile with its parts (for a partner whose invoices must).
+    Mismatch,
 }
 
 /// A syntax or content error, located as precisely as the input allows.

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use crate::edi::{Document, EdiError, Envelope, Interchange, ack};
+use crate::edi::{Document, EdiError, Envelope, ErrorKind, Interchange, ack};
 use outbox::OutboxMessage;
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
@@ -139,6 +139,9 @@ pub struct Delivery {
     pub ack: String,
     /// The messages to the accounting API this delivery queues, written in its transaction.
     pub outbox: Vec<OutboxMessage>,
+    /// Rejected because its stated figures do not reconcile (its partner refuses or holds such
+    /// invoices).
+    pub mismatch: bool,
 }
 
 impl Delivery {
@@ -175,6 +178,7 @@ impl Delivery {
         let mut delivery = Delivery::new(interchange, received, Status::Rejected);
         delivery.ack = ack::acknowledge(interchange, Err(error), delivery.received_at);
         delivery.response = problem(delivery.id);
+        delivery.mismatch = error.kind == ErrorKind::Mismatch;
         delivery
     }
 
@@ -194,6 +198,7 @@ impl Delivery {
             response: String::new(),
             ack: String::new(),
             outbox: Vec::new(),
+            mismatch: false,
         }
     }
 

@@ -14,6 +14,8 @@ text_enum! {
         Conflict = "conflict",
         /// Its content is invalid (it would have been a 422).
         Invalid = "invalid",
+        /// Its stated figures do not reconcile, and its partner holds such invoices.
+        Mismatch = "mismatch",
     }
 }
 

@@ -30,7 +30,7 @@ use crate::inbox::resource::{BypassedResource, IdempotencyKey};
 use crate::inbox::transport::{Door, Transport};
 use crate::inbox::{Delivery, Logged, Outcome, Status};
 use crate::partners::directory::Directory;
-use crate::partners::{ConflictPolicy, Partner};
+use crate::partners::{ConflictPolicy, MismatchPolicy, Partner};
 use crate::store::{AttemptFacts, FirstAttempt, HeldPayload, Store, StoreError};
 
 /// How deliveries are read and booked.
@@ -274,15 +274,16 @@ impl Ingest {
         }
         let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
         let mut delivery = Arc::new(delivery);
-        let mut outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, policy)).await?;
+        let held = policies::holds_rejection(partner.as_deref(), &delivery);
+        let mut outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, held)).await?;
         if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
             let mut distinguished = Arc::unwrap_or_clone(delivery);
             distinguished.distinguish_by_content();
             delivery = Arc::new(distinguished);
-            outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, policy)).await?;
+            outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, held)).await?;
         }
-        if let (ConflictPolicy::Quarantine, Some(partner)) = (policy, &partner)
-            && let Some(hold) = policies::quarantine(self, &partner.id, &delivery, &outcome)
+        if let Some(partner) = &partner
+            && let Some(hold) = policies::quarantine(self, partner, &delivery, &outcome)
         {
             let (entry, fresh) = self.store.hold(&hold).await?;
             if fresh {
@@ -301,17 +302,12 @@ impl Ingest {
         })
     }
 
-    /// The audit row a first delivery writes with itself.
-    fn first_attempt(
-        &self,
-        delivery: &Delivery,
-        facts: &AttemptFacts,
-        policy: ConflictPolicy,
-    ) -> FirstAttempt {
-        let reply = match (delivery.status, policy) {
+    /// The audit row a first delivery writes with itself (`held`: a rejection is held, not answered).
+    fn first_attempt(&self, delivery: &Delivery, facts: &AttemptFacts, held: bool) -> FirstAttempt {
+        let reply = match (delivery.status, held) {
             (Status::Processed, _) => Reply::Created,
-            (Status::Rejected, ConflictPolicy::Quarantine) => Reply::Held,
-            (Status::Rejected, _) => Reply::Rejected,
+            (Status::Rejected, true) => Reply::Held,
+            (Status::Rejected, false) => Reply::Rejected,
         };
         let mut facts = facts.clone();
         if facts.transport.asks_receipt() {
@@ -327,6 +323,14 @@ impl Ingest {
     /// entry is never booked) and given back when the recording fails. Still invalid, or resolved
     /// by someone else: [`Error::WrongState`].
     pub async fn release(&self, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, Error> {
+        // An operator's release is the decision a partner holding mismatches asks for: booked as
+        // stated, with its warnings.
+        let partner = match partner.on_mismatch {
+            MismatchPolicy::Quarantine => {
+                Arc::new(Partner { on_mismatch: MismatchPolicy::Warn, ..(*partner).clone() })
+            }
+            MismatchPolicy::Warn | MismatchPolicy::Reject => partner,
+        };
         let unfinished = held.entry.status == QuarantineStatus::Released && held.entry.released_as.is_none();
         if held.entry.status != QuarantineStatus::Held && !unfinished {
             return Err(Error::WrongState(format!(
@@ -368,7 +372,7 @@ impl Ingest {
         if self.store.claim_release(entry_id, received_at).await?.is_none() {
             return Err(Error::WrongState("it was resolved by someone else meanwhile".into()));
         }
-        let first = self.first_attempt(&delivery, &facts, ConflictPolicy::Process);
+        let first = self.first_attempt(&delivery, &facts, false);
         let recorded = match self.store.record(&delivery, &first).await {
             Ok(Outcome::Recorded { .. }) => Ok(delivery.id),
             Ok(Outcome::Replayed { id, .. }) => Ok(id),

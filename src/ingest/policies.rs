@@ -1,33 +1,45 @@
-//! A partner's conflict policy `quarantine`: a delivery that would be refused (a conflict, or an
-//! invalid interchange, first or replayed) is held for an operator instead, with the problem it
-//! would have been answered with.
+//! What a partner holds for an operator instead of refusing it: under the conflict policy
+//! `quarantine`, every delivery that would be refused (a conflict, or an invalid interchange, first
+//! or replayed); under `on_mismatch: quarantine`, an invoice whose stated figures do not reconcile.
+//! A held delivery keeps the problem it would have been answered with.
 
 use super::Ingest;
 use crate::inbox::quarantine::QuarantineReason;
 use crate::inbox::{Delivery, Outcome, Status};
+use crate::partners::{ConflictPolicy, MismatchPolicy, Partner};
 use crate::store::Hold;
 
-/// What a quarantine-policy partner's delivery is held for, if it would be refused.
+/// Whether `partner` holds `delivery` when it is rejected, rather than answering 422.
+pub(super) fn holds_rejection(partner: Option<&Partner>, delivery: &Delivery) -> bool {
+    partner.is_some_and(|partner| {
+        partner.conflict_policy == ConflictPolicy::Quarantine
+            || (partner.on_mismatch == MismatchPolicy::Quarantine && delivery.mismatch)
+    })
+}
+
+/// What `partner`'s delivery is held for, if it would be refused and the partner holds it.
 pub(super) fn quarantine<'a>(
     ingest: &Ingest,
-    partner_id: &'a str,
+    partner: &'a Partner,
     delivery: &'a Delivery,
     outcome: &Outcome,
 ) -> Option<Hold<'a>> {
+    let rejection = if delivery.mismatch { QuarantineReason::Mismatch } else { QuarantineReason::Invalid };
+    let rejection_held = holds_rejection(Some(partner), delivery);
     let (reason, interchange_id, problem) = match outcome {
-        Outcome::Conflict { original_id } => {
+        Outcome::Conflict { original_id } if partner.conflict_policy == ConflictPolicy::Quarantine => {
             (QuarantineReason::Conflict, *original_id, (ingest.answers.conflict)(*original_id, &delivery.key))
         }
-        Outcome::Recorded { .. } if delivery.status == Status::Rejected => {
-            (QuarantineReason::Invalid, delivery.id, delivery.response.clone())
+        Outcome::Recorded { .. } if delivery.status == Status::Rejected && rejection_held => {
+            (rejection, delivery.id, delivery.response.clone())
         }
-        Outcome::Replayed { id, status: Status::Rejected, body } => {
-            (QuarantineReason::Invalid, *id, body.clone())
+        Outcome::Replayed { id, status: Status::Rejected, body } if rejection_held => {
+            (rejection, *id, body.clone())
         }
-        Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,
+        Outcome::Conflict { .. } | Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,
     };
     Some(Hold {
-        partner_id,
+        partner_id: &partner.id,
         source: &delivery.key.source,
         message_id: &delivery.key.message_id,
         payload_sha256: &delivery.fingerprint,

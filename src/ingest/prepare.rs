@@ -53,7 +53,7 @@ pub(super) async fn prepare(
             if partner.as_ref().is_some_and(|p| p.validation == Validation::Lenient) {
                 interchange = interchange.lenient();
             }
-            if partner.as_ref().is_some_and(|p| p.on_mismatch == MismatchPolicy::Reject) {
+            if partner.as_ref().is_some_and(|p| p.on_mismatch != MismatchPolicy::Warn) {
                 interchange = interchange.refusing_mismatches();
             }
             let received = Received { payload: body.clone(), content_type, received_at };

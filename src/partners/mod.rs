@@ -47,6 +47,9 @@ text_enum! {
         Warn = "warn",
         /// The interchange is invalid: 422, stored as rejected, naming the first mismatch.
         Reject = "reject",
+        /// Held for an operator (202, reason `mismatch`), as a quarantine-policy partner's invalid
+        /// delivery is; released, it is booked as stated, with its warnings.
+        Quarantine = "quarantine",
     }
 }
 

@@ -322,9 +322,8 @@ pub(super) fn warn_of_repeated_numbers(documents: &mut [Document]) {
 pub(super) fn first_mismatch(documents: &[Document], segments: &[Segment<'_>]) -> Option<EdiError> {
     let mismatch = documents.iter().flat_map(|d| &d.warnings).find(|w| w.mismatch)?;
     let at = mismatch.segment_position.and_then(|p| segments.get(p.checked_sub(1)?));
-    let message =
-        format!("{} (the partner's invoices must reconcile: on_mismatch is reject)", mismatch.message);
-    Some(at.unwrap_or(&segments[0]).error(None, message).with_kind(ErrorKind::Invalid))
+    let message = format!("{} (the partner's invoices must reconcile)", mismatch.message);
+    Some(at.unwrap_or(&segments[0]).error(None, message).with_kind(ErrorKind::Mismatch))
 }
 
 /// The parties of a document as they are read: for each role, the best-ranked party found so far.

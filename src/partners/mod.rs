@@ -181,8 +181,9 @@ pub struct NewPartner {
     #[arg(long, value_enum, default_value_t = ConflictPolicy::Reject)]
     pub conflict_policy: ConflictPolicy,
     /// `warn` (the default: an invoice whose total does not reconcile with its lines, charges and
-    /// tax, or a line with its quantity and price, is booked as stated with a warning) or `reject`
-    /// (the interchange is refused with 422 naming the mismatch).
+    /// tax, or a line with its quantity and price, is booked as stated with a warning), `reject`
+    /// (the interchange is refused with 422 naming the mismatch) or `quarantine` (held for an
+    /// operator, answered 202; a release books it as stated).
     #[serde(default = "warn")]
     #[arg(long, value_enum, default_value_t = MismatchPolicy::Warn)]
     pub on_mismatch: MismatchPolicy,

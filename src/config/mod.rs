@@ -11,6 +11,7 @@ use crate::accounting::retry::RetryPolicy;
 use crate::ingest::IngestOptions;
 use crate::jobs::purge::Retention;
 use crate::jobs::relay::{RelayOptions, shown};
+use crate::partners::PartnerId;
 use crate::store::StoreOptions;
 
 mod commands;
@@ -336,7 +337,7 @@ pub struct ConsumeConfig {
     pub consume_auth: ConsumeAuth,
     /// Bind the queue to one partner: a message whose sender is not that partner's is dead-lettered.
     #[arg(long, env = "EDI_INBOX_CONSUME_PARTNER")]
-    pub consume_partner: Option<String>,
+    pub consume_partner: Option<PartnerId>,
     /// Largest message in bytes; a larger one is dead-lettered unread.
     #[arg(long, env = "EDI_INBOX_CONSUME_MAX_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub consume_max_bytes: usize,

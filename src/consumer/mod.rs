@@ -8,7 +8,6 @@
 pub mod amqp;
 pub mod nats;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,6 +16,7 @@ use chrono::Utc;
 use crate::config::ConsumeConfig;
 use crate::inbox::transport::Transport;
 use crate::ingest::{self, Inbound, Ingest, Ingested, PartnerOf};
+use crate::partners::PartnerId;
 use crate::store::{AttemptFacts, StoreError};
 
 /// One message taken from a queue.
@@ -66,7 +66,7 @@ pub struct Consumer {
     /// The largest message read.
     max_bytes: usize,
     /// The one partner whose messages this queue carries, when bound.
-    bound: Option<Arc<str>>,
+    bound: Option<PartnerId>,
 }
 
 impl Consumer {
@@ -75,7 +75,7 @@ impl Consumer {
             ingest,
             backoff: Duration::from_millis(config.retry_backoff_ms),
             max_bytes: config.consume_max_bytes,
-            bound: config.consume_partner.as_deref().map(Arc::from),
+            bound: config.consume_partner.clone(),
         }
     }
 

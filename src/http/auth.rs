@@ -104,7 +104,7 @@ pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiErro
         let directory = ctx.store.directory().await?;
         let partner = directory
             .by_api_key(&key)
-            .filter(|partner| user.as_ref().is_none_or(|user| *user == partner.id))
+            .filter(|partner| user.as_ref().is_none_or(|user| user == partner.id.as_str()))
             .ok_or_else(|| unauthorized("the API key is not valid"))?;
         return Ok(ingest::active(Arc::clone(partner)).map(Caller::Partner)?);
     }

@@ -7,6 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::partners::PartnerId;
+
 text_enum! {
     /// Why a delivery was held.
     QuarantineReason {
@@ -38,7 +40,8 @@ pub struct Quarantined {
     /// Always `quarantined`: what the sender's 2xx answer says happened.
     #[schema(example = "quarantined")]
     pub outcome: &'static str,
-    pub partner_id: String,
+    #[schema(value_type = String)]
+    pub partner_id: PartnerId,
     pub reason: QuarantineReason,
     pub status: QuarantineStatus,
     pub source: String,

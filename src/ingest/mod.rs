@@ -30,7 +30,7 @@ use crate::inbox::resource::{BypassedResource, IdempotencyKey};
 use crate::inbox::transport::{Door, Transport};
 use crate::inbox::{Delivery, Logged, Outcome, Status};
 use crate::partners::directory::Directory;
-use crate::partners::{ConflictPolicy, MismatchPolicy, Partner};
+use crate::partners::{ConflictPolicy, MismatchPolicy, Partner, PartnerId};
 use crate::store::{AttemptFacts, FirstAttempt, HeldPayload, Store, StoreError};
 
 /// How deliveries are read and booked.
@@ -143,7 +143,7 @@ pub enum PartnerOf {
     /// The partner whose sender identity the envelope names: messages from a queue, which the
     /// broker authenticated. With partner authentication an unknown sender is refused; a queue
     /// `bound` to a partner refuses every other sender.
-    Sender { directory: Arc<Directory>, bound: Option<Arc<str>> },
+    Sender { directory: Arc<Directory>, bound: Option<PartnerId> },
 }
 
 /// An unwrapped interchange, from any door or queue.

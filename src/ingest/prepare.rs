@@ -96,7 +96,7 @@ fn partner_of(
             let sender = inbox::key(envelope).source;
             let found = directory.by_sender(&sender);
             if let Some(bound) = bound
-                && found.is_none_or(|partner| partner.id != *bound)
+                && found.is_none_or(|partner| partner.id != bound)
             {
                 return Err(Error::Forbidden(format!(
                     "this queue is bound to partner {bound}, not {sender}'s"

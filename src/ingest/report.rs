@@ -11,6 +11,7 @@ use super::{Error, Ingest, Ingested};
 use crate::edi::Standard;
 use crate::inbox::Logged;
 use crate::inbox::resource::IdempotencyKey;
+use crate::partners::PartnerId;
 use crate::store::{Attempt, AttemptFacts};
 
 /// What to report of an attempt: its audit name and status, and what it was about.
@@ -82,12 +83,16 @@ impl Ingest {
             self.store.refused(outcome, status, facts, received_at);
         }
         metrics::counter!("edi_inbox_deliveries_total", "outcome" => outcome).increment(1);
-        interchange_counted(facts.partner_id.as_deref(), key.map(|(_, standard)| standard), outcome);
+        interchange_counted(
+            facts.partner_id.as_ref().map(PartnerId::as_str),
+            key.map(|(_, standard)| standard),
+            outcome,
+        );
         // One line per delivery, with what an operator searches by; never the payload or a credential.
         tracing::info!(
             target: "edi_inbox::delivery",
             request_id = facts.request_id.as_deref().unwrap_or("-"),
-            partner = facts.partner_id.as_deref().unwrap_or("-"),
+            partner = facts.partner_id.as_ref().map_or("-", PartnerId::as_str),
             door = facts.transport.door.as_str(),
             transport_id = %Logged(facts.transport.id.as_deref().unwrap_or("-")),
             source = %Logged(key.map_or("-", |(k, _)| k.source.as_str())),

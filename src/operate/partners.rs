@@ -27,7 +27,7 @@ pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<I
             new.id
         )));
     }
-    let partner = store.partner(&new.id).await?.ok_or_else(|| no_partner(&new.id))?;
+    let partner = store.partner(new.id.as_str()).await?.ok_or_else(|| no_partner(new.id.as_str()))?;
     let issued = vec![
         IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
         IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },

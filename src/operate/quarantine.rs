@@ -14,7 +14,7 @@ use crate::store::Store;
 pub async fn release(ingest: &Ingest, id: Uuid) -> Result<Quarantined, Error> {
     let store = ingest.store();
     let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
-    let partner = store.partner(&held.entry.partner_id).await?;
+    let partner = store.partner(held.entry.partner_id.as_str()).await?;
     let partner =
         partner.ok_or_else(|| Error::NotFound(format!("no partner {:?}", held.entry.partner_id)))?;
     Ok(ingest.release(held, Arc::new(partner)).await?)

@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use openssl::x509::X509;
 
-use super::{CredentialKind, Partner, api_key_hash};
+use super::{CredentialKind, Partner, PartnerId, api_key_hash};
 
 /// A partner that signs its requests, with the keys a signature may be made with.
 pub struct Signer {
@@ -20,7 +20,7 @@ pub struct Signer {
 /// A credential that is not revoked, as the directory is built from it.
 #[derive(Debug)]
 pub struct ActiveCredential {
-    pub partner_id: String,
+    pub partner_id: PartnerId,
     pub kind: CredentialKind,
     pub key_sha256: Option<String>,
     pub secret: Option<String>,
@@ -36,7 +36,7 @@ pub struct As2Sender {
 pub struct Directory {
     by_as2_name: HashMap<String, Arc<As2Sender>>,
     by_api_key: HashMap<String, Arc<Partner>>,
-    signers: HashMap<String, Signer>,
+    signers: HashMap<PartnerId, Signer>,
     by_sender: HashMap<String, Arc<Partner>>,
     by_pubsub_account: HashMap<String, Arc<Partner>>,
     by_sns_topic: HashMap<String, Arc<Partner>>,
@@ -44,7 +44,7 @@ pub struct Directory {
 
 impl Directory {
     pub fn new(partners: Vec<Partner>, credentials: Vec<ActiveCredential>) -> Directory {
-        let partners: HashMap<String, Arc<Partner>> =
+        let partners: HashMap<PartnerId, Arc<Partner>> =
             partners.into_iter().map(|partner| (partner.id.clone(), Arc::new(partner))).collect();
         let mut directory = Directory::default();
         for partner in partners.values() {

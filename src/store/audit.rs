@@ -18,6 +18,7 @@ use super::{Db, Shared, StoreError};
 use crate::inbox::resource::IdempotencyKey;
 use crate::inbox::transport::Transport;
 use crate::inbox::{Logged, truncated};
+use crate::partners::PartnerId;
 
 /// Longest header value the audit trail keeps, in bytes.
 pub const MAX_HEADER_BYTES: usize = 256;
@@ -105,7 +106,7 @@ pub fn transport_reused(transport: &Transport, key: &IdempotencyKey) {
 /// What the audit trail keeps of a request: transport facts, truncated, never credentials.
 #[derive(Clone, Debug, Default)]
 pub struct AttemptFacts {
-    pub partner_id: Option<String>,
+    pub partner_id: Option<PartnerId>,
     pub request_id: Option<String>,
     /// The peer's IP address (without the port, so that repeated attempts aggregate).
     pub remote_addr: Option<String>,
@@ -197,7 +198,7 @@ impl AuditQueue {
         let mut key = RefusalKey {
             minute: at.duration_trunc(TimeDelta::minutes(1)).unwrap_or(at),
             remote_addr: facts.remote_addr.clone().unwrap_or_default(),
-            partner_id: facts.partner_id.clone().unwrap_or_default(),
+            partner_id: facts.partner_id.as_ref().map(PartnerId::to_string).unwrap_or_default(),
             outcome,
             status,
         };

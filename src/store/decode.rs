@@ -63,7 +63,7 @@ from_row!(Credential, |row| Ok(Credential {
 }));
 
 from_row!(ActiveCredential, |row| Ok(ActiveCredential {
-    partner_id: row.try_get("partner_id")?,
+    partner_id: text(row, "partner_id")?,
     kind: text(row, "kind")?,
     key_sha256: row.try_get("key_sha256")?,
     secret: row.try_get("secret")?,
@@ -72,7 +72,7 @@ from_row!(ActiveCredential, |row| Ok(ActiveCredential {
 from_row!(Quarantined, |row| Ok(Quarantined {
     id: row.try_get("id")?,
     outcome: QUARANTINED,
-    partner_id: row.try_get("partner_id")?,
+    partner_id: text(row, "partner_id")?,
     reason: text(row, "reason")?,
     status: text(row, "status")?,
     source: row.try_get("source")?,

@@ -13,7 +13,7 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
-    As2Security, ConflictPolicy, Credential, CredentialKind, MismatchPolicy, NewPartner, Partner,
+    As2Security, ConflictPolicy, Credential, CredentialKind, MismatchPolicy, NewPartner, Partner, PartnerId,
     PartnerStatus, ResponseForm, Validation,
 };
 
@@ -60,7 +60,8 @@ impl TryFrom<Option<String>> for TransportMeta {
 
 #[derive(sqlx::FromRow)]
 struct PartnerRow {
-    id: String,
+    #[sqlx(try_from = "String")]
+    id: PartnerId,
     name: String,
     #[sqlx(try_from = "String")]
     status: PartnerStatus,
@@ -142,7 +143,7 @@ impl Store {
                     as2_mdn_urls, on_mismatch)
                  VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING",
             )
-            .bind(&partner.id).bind(&partner.name).bind(partner.max_body_bytes)
+            .bind(partner.id.as_str()).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
             .bind(json_list(&partner.bypass_documents))
             .bind(partner.response.as_str())
@@ -164,7 +165,7 @@ impl Store {
                     "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
                      ON CONFLICT DO NOTHING",
                 )
-                .bind(&partner.id).bind(role).bind(identity)
+                .bind(partner.id.as_str()).bind(role).bind(identity)
                 .execute(&mut *tx).await?.rows_affected();
                 if added == 0 && role != "receiver" {
                     return Ok(false);
@@ -173,7 +174,7 @@ impl Store {
             for (kind, (id, value)) in [(CredentialKind::ApiKey, api_key), (CredentialKind::WebhookSecret, webhook_secret)] {
                 let (hash, secret) = credential_columns(kind, value);
                 sqlx::query(INSERT_CREDENTIAL)
-                    .bind(id).bind(&partner.id).bind(kind.as_str()).bind(hash).bind(secret).bind(now)
+                    .bind(id).bind(partner.id.as_str()).bind(kind.as_str()).bind(hash).bind(secret).bind(now)
                     .execute(&mut *tx).await?;
             }
             tx.commit().await?;
@@ -308,10 +309,10 @@ impl Store {
                 })
             })
             .collect::<Result<_, StoreError>>()?;
-        let index: HashMap<String, usize> =
+        let index: HashMap<PartnerId, usize> =
             partners.iter().enumerate().map(|(n, partner)| (partner.id.clone(), n)).collect();
         for row in identities {
-            let Some(&n) = index.get(&row.partner_id) else { continue };
+            let Some(&n) = index.get(row.partner_id.as_str()) else { continue };
             match row.role.as_str() {
                 "sender" => partners[n].senders.push(row.identity),
                 "as2" => partners[n].as2_ids.push(row.identity),
@@ -321,7 +322,7 @@ impl Store {
             }
         }
         for row in credentials {
-            if let Some(&n) = index.get(&row.partner_id) {
+            if let Some(&n) = index.get(row.partner_id.as_str()) {
                 partners[n].credentials.push(row.credential);
             }
         }

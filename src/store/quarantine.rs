@@ -9,11 +9,12 @@ use super::filter::Conditions;
 use super::{Store, StoreError};
 use crate::inbox::quarantine::{QuarantineReason, QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
+use crate::partners::PartnerId;
 
 /// A delivery to hold.
 #[derive(Debug)]
 pub struct Hold<'a> {
-    pub partner_id: &'a str,
+    pub partner_id: &'a PartnerId,
     pub source: &'a str,
     pub message_id: &'a str,
     pub payload_sha256: &'a str,
@@ -67,7 +68,7 @@ impl Store {
         let id = Uuid::now_v7();
         let entry: Quarantined = on_pool!(self, pool => {
             sqlx::query(INSERT)
-                .bind(id).bind(hold.partner_id).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
+                .bind(id).bind(hold.partner_id.as_str()).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
                 .bind(hold.reason.as_str()).bind(hold.payload).bind(hold.content_type).bind(&hold.problem)
                 .bind(hold.interchange_id).bind(hold.received_at)
                 .execute(pool).await?;

@@ -18,6 +18,7 @@ use crate::edi::ack;
 use crate::inbox::Delivery;
 use crate::inbox::outbox::{self, AccountingStatus};
 use crate::inbox::resource::IdempotencyKey;
+use crate::partners::PartnerId;
 
 /// Rows per INSERT: 17 columns × 500 stays far below the limit. Their text varies with the row
 /// count, so they are not kept prepared (`persistent(false)`): a cache of one prepared statement
@@ -69,7 +70,7 @@ impl<'a> AuditRow<'a> {
         DeliveryRow {
             id: self.id,
             inbox_id: self.inbox_id,
-            partner_id: facts.partner_id.as_deref(),
+            partner_id: facts.partner_id.as_ref().map(PartnerId::as_str),
             source: &key.source,
             message_id: &key.message_id,
             outcome: self.outcome,

@@ -88,7 +88,7 @@ pub async fn list(
             label { "Partner" select name="partner" {
                 option value="" { "any" }
                 @for partner in &partners {
-                    option value=(partner.id) selected[selected(&partner.id, filters.partner.as_deref())] { (partner.id) }
+                    option value=(partner.id) selected[selected(partner.id.as_str(), filters.partner.as_deref())] { (partner.id) }
                 }
             } }
             label { "Standard" select name="standard" {

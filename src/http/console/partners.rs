@@ -58,8 +58,8 @@ pub async fn list(
                         }
                         td {
                             @match partner.status {
-                                PartnerStatus::Active => (action(&format!("/console/partners/{}/suspend", encode(&partner.id)), "Suspend", &session, "danger")),
-                                PartnerStatus::Suspended => (action(&format!("/console/partners/{}/activate", encode(&partner.id)), "Activate", &session, "primary")),
+                                PartnerStatus::Active => (action(&format!("/console/partners/{}/suspend", encode(partner.id.as_str())), "Suspend", &session, "danger")),
+                                PartnerStatus::Suspended => (action(&format!("/console/partners/{}/activate", encode(partner.id.as_str())), "Activate", &session, "primary")),
                             }
                         }
                     }

@@ -97,7 +97,7 @@ pub(super) fn charge(ctx: &ApiContext, partner: &Partner, facts: &mut AttemptFac
     facts.partner_id = Some(partner.id.clone());
     let per_minute =
         partner.requests_per_minute.and_then(|n| u32::try_from(n).ok()).unwrap_or(ctx.rate_limit);
-    ctx.limiter.take(&partner.id, per_minute).map_err(ApiError::RateLimited)
+    ctx.limiter.take(partner.id.as_str(), per_minute).map_err(ApiError::RateLimited)
 }
 
 /// An AS2 delivery's names must be the partner's and ours.

@@ -13,7 +13,7 @@ use crate::http::auth;
 use crate::http::problem::ApiError;
 use crate::inbox::Logged;
 use crate::ingest::{Inbound, Ingested, PartnerOf};
-use crate::partners::ResponseForm;
+use crate::partners::{PartnerId, ResponseForm};
 use crate::store::SnsSubscription;
 
 /// How long an SNS sender with too many pending confirmations is asked to wait (SNS retries).
@@ -75,7 +75,11 @@ pub(super) async fn deliver(
         doors::Arrival::SnsControl(control) => {
             let kept = ctx
                 .store
-                .keep_sns_control(&control, attempt.facts.partner_id.as_deref(), attempt.received_at)
+                .keep_sns_control(
+                    &control,
+                    attempt.facts.partner_id.as_ref().map(PartnerId::as_str),
+                    attempt.received_at,
+                )
                 .await?
                 .ok_or(ApiError::RateLimited(SNS_BACKLOG_WAIT))?;
             tracing::info!(target: "edi_inbox::security", kind = control.kind.as_str(), topic_arn = %Logged(&control.topic_arn),

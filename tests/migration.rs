@@ -72,8 +72,13 @@ async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(bac
     let interchange = edi_inbox::edi::parse(&payload, &mut scratch, Default::default()).unwrap();
     assert_eq!(interchange.envelope.control_number, "000001142", "the rows below are this fixture's");
     let ids = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
-    migrated_to(11, backend, &db.url, previous_rows(backend, &payload, &interchange.fingerprint(), ids))
-        .await;
+    migrated_to(
+        11,
+        backend,
+        &db.url,
+        previous_rows(backend, &payload, interchange.fingerprint().as_str(), ids),
+    )
+    .await;
 
     let app = TestApp::start(&database_config(&db.url), &server_config()).await;
     let replay = app.post(payload, "application/edi-x12").await;

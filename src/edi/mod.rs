@@ -9,14 +9,15 @@
 pub mod ack;
 pub mod diff;
 mod edifact;
+mod fingerprint;
 pub mod invoice;
 pub mod syntax;
 mod x12;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+pub use fingerprint::Fingerprint;
 pub use invoice::Invoice;
 pub use syntax::Limits;
 use syntax::{Charset, Delimiters, Segment};
@@ -364,37 +365,6 @@ impl<'a> Interchange<'a> {
             });
         }
         Ok(documents)
-    }
-
-    /// SHA-256 (hex) of the canonical interchange: segments re-joined with the terminator and no
-    /// filler between them, envelope dates and times blanked, so that re-wrapped or re-stamped
-    /// resends of the same content have the same fingerprint.
-    pub fn fingerprint(&self) -> String {
-        let d = self.delimiters;
-        let mut hash = Sha256::new();
-        hash.update(self.service_advice);
-        for segment in &self.segments {
-            let blanked: &[usize] = match (self.envelope.standard, segment.tag()) {
-                (Standard::X12, b"ISA") => &[9, 10],
-                (Standard::X12, b"GS") => &[4, 5],
-                (Standard::Edifact, b"UNB" | b"UNG") => &[4],
-                _ => &[],
-            };
-            if blanked.is_empty() {
-                hash.update(segment.bytes);
-            } else {
-                for (n, element) in syntax::split(segment.bytes, d.element, d.release).enumerate() {
-                    if n > 0 {
-                        hash.update([d.element]);
-                    }
-                    if !blanked.contains(&n) {
-                        hash.update(element);
-                    }
-                }
-            }
-            hash.update([d.segment]);
-        }
-        format!("{:x}", hash.finalize())
     }
 
     fn check_limits(&self) -> Result<(), EdiError> {

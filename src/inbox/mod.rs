@@ -12,7 +12,7 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use crate::edi::{Document, EdiError, Envelope, ErrorKind, Interchange, ack};
+use crate::edi::{Document, EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
 use outbox::OutboxMessage;
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
 
@@ -126,7 +126,7 @@ pub struct Delivery {
     pub id: Uuid,
     pub key: IdempotencyKey,
     pub envelope: Envelope,
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     pub payload: Bytes,
     pub content_type: Option<String>,
     pub received_at: DateTime<Utc>,
@@ -212,7 +212,7 @@ impl Delivery {
             receiver: self.envelope.receiver.clone(),
             control_number: self.envelope.control_number.clone(),
             idempotency_key: self.key.clone(),
-            payload_sha256: self.fingerprint.clone(),
+            payload_sha256: self.fingerprint.to_string(),
             received_at: self.received_at,
             processed_at: self.received_at,
             documents: self
@@ -246,7 +246,7 @@ impl Delivery {
     /// number alone: for partners whose policy is to process a reused control number with other
     /// content. Resends of that content then replay under the same distinguished key.
     pub fn distinguish_by_content(&mut self) {
-        self.key.message_id = format!("{}#{}", self.envelope.control_number, &self.fingerprint[..16]);
+        self.key.message_id = format!("{}#{}", self.envelope.control_number, self.fingerprint.prefix(16));
         if self.status == Status::Processed {
             self.response = rendered(&self.resource(None));
         }
@@ -332,7 +332,7 @@ pub struct Claim {
     /// True when this delivery's row was written (first delivery, or replacing a rejected one).
     pub fresh: bool,
     pub status: Status,
-    pub payload_sha256: String,
+    pub payload_sha256: Fingerprint,
     /// The stored response; only read back when the row is not fresh.
     pub response_body: Option<String>,
     /// The control number allocated to this delivery's acknowledgement, when the row is fresh.
@@ -360,7 +360,7 @@ pub enum Next {
     /// The key is held by a rejected attempt with other content: overwrite it with this delivery,
     /// provided it still holds that fingerprint.
     ReplaceRejected {
-        previous_fingerprint: String,
+        previous_fingerprint: Fingerprint,
     },
 }
 

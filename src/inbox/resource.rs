@@ -191,7 +191,7 @@ impl BypassedResource {
             receiver: envelope.receiver.clone(),
             control_number: envelope.control_number.clone(),
             idempotency_key: super::key(envelope),
-            payload_sha256: interchange.fingerprint(),
+            payload_sha256: interchange.fingerprint().to_string(),
             documents: documents
                 .iter()
                 .map(|d| DocumentResource {

@@ -89,7 +89,7 @@ from_row!(Claim, |row| Ok(Claim {
     id: row.try_get("id")?,
     fresh: row.try_get("fresh")?,
     status: text(row, "status")?,
-    payload_sha256: row.try_get("payload_sha256")?,
+    payload_sha256: text(row, "payload_sha256")?,
     response_body: row.try_get("response_body")?,
     ack_control_number: row.try_get("ack_control_number")?,
     // Only PostgreSQL's claim reports it; SQLite's is looked up by the audit trail.

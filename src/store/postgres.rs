@@ -278,7 +278,7 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
                     presized(REPLACE_REJECTED.as_str(), std::slice::from_ref(job)),
                     std::slice::from_ref(job),
                 )
-                .bind(previous_fingerprint)
+                .bind(previous_fingerprint.as_str())
                 .fetch_optional(pool)
                 .await?;
                 if let Some(replaced) = replaced {

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::filter::Conditions;
 use super::{Store, StoreError};
+use crate::edi::Fingerprint;
 use crate::inbox::quarantine::{QuarantineReason, QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
 use crate::partners::PartnerId;
@@ -17,7 +18,7 @@ pub struct Hold<'a> {
     pub partner_id: &'a PartnerId,
     pub source: &'a str,
     pub message_id: &'a str,
-    pub payload_sha256: &'a str,
+    pub payload_sha256: &'a Fingerprint,
     pub reason: QuarantineReason,
     pub payload: &'a [u8],
     pub content_type: Option<&'a str>,
@@ -68,12 +69,12 @@ impl Store {
         let id = Uuid::now_v7();
         let entry: Quarantined = on_pool!(self, pool => {
             sqlx::query(INSERT)
-                .bind(id).bind(hold.partner_id.as_str()).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
+                .bind(id).bind(hold.partner_id.as_str()).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256.as_str())
                 .bind(hold.reason.as_str()).bind(hold.payload).bind(hold.content_type).bind(&hold.problem)
                 .bind(hold.interchange_id).bind(hold.received_at)
                 .execute(pool).await?;
             sqlx::query_as(sqlx::AssertSqlSafe(select))
-                .bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256)
+                .bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256.as_str())
                 .fetch_one(pool).await?
         });
         let fresh = entry.id == id;

@@ -7,13 +7,14 @@ use std::sync::Mutex;
 
 use uuid::Uuid;
 
+use crate::edi::Fingerprint;
 use crate::inbox::resource::IdempotencyKey;
 
 /// A processed interchange as a resend needs it.
 #[derive(Clone, Debug)]
 pub struct Processed {
     pub id: Uuid,
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     pub response: String,
 }
 
@@ -31,8 +32,8 @@ struct Entries {
 }
 
 /// What an entry costs: its response, fingerprint and key.
-fn size(key: &IdempotencyKey, fingerprint: &str, response: &str) -> usize {
-    key.source.len() + key.message_id.len() + fingerprint.len() + response.len()
+fn size(key: &IdempotencyKey, fingerprint: &Fingerprint, response: &str) -> usize {
+    key.source.len() + key.message_id.len() + fingerprint.as_str().len() + response.len()
 }
 
 impl ReplayCache {
@@ -53,7 +54,7 @@ impl ReplayCache {
 
     /// Keeps interchange `id`'s outcome; copies its response only when it fits (a 13 MB answer of
     /// a 20,000-invoice interchange is never copied to be refused).
-    pub fn insert(&self, key: &IdempotencyKey, id: Uuid, fingerprint: &str, response: &str) {
+    pub fn insert(&self, key: &IdempotencyKey, id: Uuid, fingerprint: &Fingerprint, response: &str) {
         let cost = size(key, fingerprint, response);
         if cost > self.max_bytes {
             return;
@@ -70,7 +71,7 @@ impl ReplayCache {
         }
         entries.bytes += cost;
         entries.order.push_back(key.clone());
-        let processed = Processed { id, fingerprint: fingerprint.to_owned(), response: response.to_owned() };
+        let processed = Processed { id, fingerprint: fingerprint.clone(), response: response.to_owned() };
         entries.by_key.insert(key.clone(), processed);
     }
 }
@@ -85,7 +86,7 @@ mod tests {
 
     #[test]
     fn evicts_the_oldest_beyond_the_byte_bound() {
-        let fingerprint = "f".repeat(64);
+        let fingerprint = Fingerprint::try_from("f".repeat(64)).unwrap();
         let insert = |cache: &ReplayCache, n: u32, response: &str| {
             cache.insert(&key(n), Uuid::now_v7(), &fingerprint, response);
         };

@@ -114,7 +114,7 @@ pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
         receiver_qualifier: &d.envelope.receiver.qualifier,
         receiver_id: &d.envelope.receiver.id,
         control_number: &d.envelope.control_number,
-        payload_sha256: &d.fingerprint,
+        payload_sha256: d.fingerprint.as_str(),
         payload: d.payload.as_ref(),
         content_type: d.content_type.as_deref(),
         status: d.status.as_str(),

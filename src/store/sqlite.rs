@@ -165,7 +165,7 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
                 QueryBuilder::new(INSERT_INBOX.as_str())
                     .push_values([d], |row, d| rows::inbox_row(d).push(row))
                     .push(REPLACE_REJECTED.as_str())
-                    .push_bind(previous_fingerprint)
+                    .push_bind(previous_fingerprint.as_str())
                     .build()
                     .execute(&mut *tx)
                     .await?;

@@ -95,7 +95,10 @@ async fn an_audit_record_the_database_refuses_holds_back_no_other() {
     store.migrate().await.unwrap();
     let attempt = |user_agent: &str, n: u32| Attempt {
         inbox_id: None,
-        key: IdempotencyKey { source: "x12:ZZ:ACMESUPPLY".into(), message_id: format!("{n:09}") },
+        key: IdempotencyKey {
+            source: "x12:ZZ:ACMESUPPLY".to_owned().try_into().unwrap(),
+            message_id: format!("{n:09}"),
+        },
         outcome: "bypassed",
         status: 200,
         facts: AttemptFacts::new(None, Some("192.0.2.1".into()), Some(user_agent), None),

@@ -320,7 +320,7 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
 
 /// The conflict of a delivery with the interchange holding its key.
 pub fn conflict(original_id: Uuid, key: &IdempotencyKey) -> ApiError {
-    ApiError::Conflict { original_id, sender: key.source.clone(), message_id: key.message_id.clone() }
+    ApiError::Conflict { original_id, sender: key.source.to_string(), message_id: key.message_id.clone() }
 }
 
 /// What the delivery use case stores of the HTTP contract.

@@ -6,6 +6,7 @@ pub mod outbox;
 pub mod problem;
 pub mod quarantine;
 pub mod resource;
+mod source;
 pub mod transport;
 
 use bytes::Bytes;
@@ -15,6 +16,7 @@ use uuid::Uuid;
 use crate::edi::{Document, EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
 use outbox::OutboxMessage;
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
+pub use source::Source;
 
 /// Whether an interchange's documents were booked or the interchange was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -51,15 +53,7 @@ impl TryFrom<String> for Status {
 
 /// The idempotency key: `{standard}:{qualifier}:{sender id}` plus the interchange control number.
 pub fn key(envelope: &Envelope) -> IdempotencyKey {
-    IdempotencyKey {
-        source: format!(
-            "{}:{}:{}",
-            envelope.standard.as_str(),
-            envelope.sender.qualifier,
-            envelope.sender.id
-        ),
-        message_id: envelope.control_number.clone(),
-    }
+    IdempotencyKey { source: Source::of(envelope), message_id: envelope.control_number.clone() }
 }
 
 /// `value` cut to at most `max` bytes, on a character boundary.

@@ -6,16 +6,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::Status;
 use super::outbox::AccountingState;
+use super::{Source, Status};
 use crate::edi::{Invoice, PartyId, Standard, Warning};
 
 /// The idempotency key under which an interchange is recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 pub struct IdempotencyKey {
     /// `{standard}:{sender qualifier}:{sender id}`.
-    #[schema(example = "x12:ZZ:ACMESUPPLY")]
-    pub source: String,
+    #[schema(value_type = String, example = "x12:ZZ:ACMESUPPLY")]
+    pub source: Source,
     /// The interchange control number as sent (ISA13 / UNB 0020).
     #[schema(example = "000001142")]
     pub message_id: String,

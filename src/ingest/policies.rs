@@ -40,7 +40,7 @@ pub(super) fn quarantine<'a>(
     };
     Some(Hold {
         partner_id: &partner.id,
-        source: &delivery.key.source,
+        source: delivery.key.source.as_str(),
         message_id: &delivery.key.message_id,
         payload_sha256: &delivery.fingerprint,
         reason,

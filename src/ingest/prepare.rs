@@ -94,7 +94,7 @@ fn partner_of(
         PartnerOf::Caller(partner) => Ok(partner),
         PartnerOf::Sender { directory, bound } => {
             let sender = inbox::key(envelope).source;
-            let found = directory.by_sender(&sender);
+            let found = directory.by_sender(sender.as_str());
             if let Some(bound) = bound
                 && found.is_none_or(|partner| partner.id != bound)
             {

@@ -80,7 +80,7 @@ pub(super) fn flag_reused(keyed: &[(&Transport, &IdempotencyKey)], seen: Vec<See
                 source.as_deref() != Some(key.source.as_str())
                     || message_id.as_deref() != Some(key.message_id.as_str())
             });
-            keys.push((Some(key.source.clone()), Some(key.message_id.clone())));
+            keys.push((Some(key.source.to_string()), Some(key.message_id.clone())));
             if reused {
                 transport_reused(transport, key);
             }
@@ -97,7 +97,7 @@ pub fn transport_reused(transport: &Transport, key: &IdempotencyKey) {
         target: "edi_inbox::security",
         door = transport.door.as_str(),
         transport_id = %Logged(transport.id.as_deref().unwrap_or_default()),
-        source = %Logged(&key.source),
+        source = %Logged(key.source.as_str()),
         message_id = %Logged(&key.message_id),
         "transport id seen before with a different interchange"
     );

@@ -71,7 +71,7 @@ use uuid::Uuid;
 
 use crate::edi::Standard;
 use crate::inbox::resource::{InterchangeSummary, Page};
-use crate::inbox::{Claim, Delivery, Next, Outcome, Status, decide};
+use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
 pub use console::{ActivityCount, RefusalGroup};
 pub use exports::{Export, FinishedExport};
@@ -216,7 +216,8 @@ pub struct StoredInterchange {
     pub receiver_qualifier: String,
     pub receiver_id: String,
     pub control_number: String,
-    pub source: String,
+    #[sqlx(try_from = "String")]
+    pub source: Source,
     pub message_id: String,
     pub payload_sha256: String,
     pub received_at: DateTime<Utc>,

@@ -260,7 +260,7 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
             Some(claim) => claim,
             None => {
                 let holder = sqlx::query_as(READ)
-                    .bind(&delivery.key.source)
+                    .bind(delivery.key.source.as_str())
                     .bind(&delivery.key.message_id)
                     .fetch_optional(pool)
                     .await?;

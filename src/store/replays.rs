@@ -33,7 +33,7 @@ struct Entries {
 
 /// What an entry costs: its response, fingerprint and key.
 fn size(key: &IdempotencyKey, fingerprint: &Fingerprint, response: &str) -> usize {
-    key.source.len() + key.message_id.len() + fingerprint.as_str().len() + response.len()
+    key.source.as_str().len() + key.message_id.len() + fingerprint.as_str().len() + response.len()
 }
 
 impl ReplayCache {
@@ -79,9 +79,13 @@ impl ReplayCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inbox::Source;
 
     fn key(n: u32) -> IdempotencyKey {
-        IdempotencyKey { source: "x12:ZZ:A".into(), message_id: format!("{n:09}") }
+        IdempotencyKey {
+            source: Source::try_from("x12:ZZ:A".to_owned()).unwrap(),
+            message_id: format!("{n:09}"),
+        }
     }
 
     #[test]

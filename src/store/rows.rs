@@ -71,7 +71,7 @@ impl<'a> AuditRow<'a> {
             id: self.id,
             inbox_id: self.inbox_id,
             partner_id: facts.partner_id.as_ref().map(PartnerId::as_str),
-            source: &key.source,
+            source: key.source.as_str(),
             message_id: &key.message_id,
             outcome: self.outcome,
             status: i32::from(self.status),
@@ -106,7 +106,7 @@ where
 pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
     InboxRow {
         id: d.id,
-        source: &d.key.source,
+        source: d.key.source.as_str(),
         message_id: &d.key.message_id,
         standard: d.envelope.standard.as_str(),
         sender_qualifier: &d.envelope.sender.qualifier,

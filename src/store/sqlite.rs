@@ -157,8 +157,11 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
             outcomes.push(None);
             continue;
         }
-        let holder: Claim =
-            sqlx::query_as(READ).bind(&d.key.source).bind(&d.key.message_id).fetch_one(&mut *tx).await?;
+        let holder: Claim = sqlx::query_as(READ)
+            .bind(d.key.source.as_str())
+            .bind(&d.key.message_id)
+            .fetch_one(&mut *tx)
+            .await?;
         match decide(holder, d) {
             Next::Done(outcome) => outcomes.push(Some(outcome)),
             Next::ReplaceRejected { previous_fingerprint } => {

@@ -104,9 +104,10 @@ async fn one_failing_delivery_fails_only_itself(backend: Backend) {
     let first = FirstAttempt { facts: AttemptFacts::default(), outcome: "recorded", status: 201 };
     let earlier = Arc::new(delivery("000000001"));
     assert!(matches!(store.record(&earlier, &first).await, Ok(Outcome::Recorded { .. })));
-    let mut poisoned = delivery("000000099");
-    // A document id that is taken already: its INSERT violates the primary key.
-    poisoned.documents[0].id = earlier.documents[0].id;
+    let poisoned = delivery("000000099");
+    // Its document's id taken already (by a row under the earlier delivery): its INSERT violates
+    // the primary key.
+    take_id(&db.url, poisoned.documents()[0].id, earlier.id()).await;
     let mut batch: Vec<Delivery> = (2..=9).map(|n| delivery(&format!("{n:09}"))).collect();
     batch.insert(4, poisoned);
     let batch: Vec<Arc<Delivery>> = batch.into_iter().map(Arc::new).collect();
@@ -123,6 +124,21 @@ async fn one_failing_delivery_fails_only_itself(backend: Backend) {
     assert_eq!(count(&db.url, "SELECT COUNT(*) FROM invoices").await, 9);
     store.close().await;
     db.remove().await;
+}
+
+/// A `documents` row with `id` under the interchange `inbox_id`.
+async fn take_id(url: &str, id: uuid::Uuid, inbox_id: uuid::Uuid) {
+    let sql = "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) \
+               VALUES ($1, $2, 99, '810', 'TAKEN')";
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        sqlx::query(sql).bind(id).bind(inbox_id).execute(&pool).await.expect(sql);
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("postgres");
+        sqlx::query(sql).bind(id).bind(inbox_id).execute(&pool).await.expect(sql);
+        pool.close().await;
+    }
 }
 
 /// Records every delivery concurrently, so that the writer sees them queued together.

@@ -117,25 +117,25 @@ pub struct Received {
 /// Everything one POST wants written, decided before the transaction so that the store only writes.
 #[derive(Clone, Debug)]
 pub struct Delivery {
-    pub id: Uuid,
-    pub key: IdempotencyKey,
-    pub envelope: Envelope,
-    pub fingerprint: Fingerprint,
-    pub payload: Bytes,
-    pub content_type: Option<String>,
-    pub received_at: DateTime<Utc>,
-    pub status: Status,
-    pub documents: Vec<StoredDocument>,
+    id: Uuid,
+    key: IdempotencyKey,
+    envelope: Envelope,
+    fingerprint: Fingerprint,
+    payload: Bytes,
+    content_type: Option<String>,
+    received_at: DateTime<Utc>,
+    status: Status,
+    documents: Vec<StoredDocument>,
     /// The response body of this delivery, stored so that every replay returns it byte for byte.
-    pub response: String,
+    response: String,
     /// The acknowledgement (TA1/997/999 or CONTRL) with [`ack::CONTROL_NUMBER`] where the store puts
     /// the number it allocates.
-    pub ack: String,
+    ack: String,
     /// The messages to the accounting API this delivery queues, written in its transaction.
-    pub outbox: Vec<OutboxMessage>,
+    outbox: Vec<OutboxMessage>,
     /// Rejected because its stated figures do not reconcile (its partner refuses or holds such
     /// invoices).
-    pub mismatch: bool,
+    mismatch: bool,
 }
 
 impl Delivery {
@@ -194,6 +194,62 @@ impl Delivery {
             outbox: Vec::new(),
             mismatch: false,
         }
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    pub fn key(&self) -> &IdempotencyKey {
+        &self.key
+    }
+
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    pub fn payload(&self) -> &Bytes {
+        &self.payload
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.content_type.as_deref()
+    }
+
+    pub fn received_at(&self) -> DateTime<Utc> {
+        self.received_at
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    pub fn documents(&self) -> &[StoredDocument] {
+        &self.documents
+    }
+
+    /// The response body of this delivery, stored so that every replay returns it byte for byte.
+    pub fn response(&self) -> &str {
+        &self.response
+    }
+
+    /// The acknowledgement, with [`ack::CONTROL_NUMBER`] where the store puts the number it
+    /// allocates.
+    pub fn ack(&self) -> &str {
+        &self.ack
+    }
+
+    pub fn outbox(&self) -> &[OutboxMessage] {
+        &self.outbox
+    }
+
+    /// Rejected because its stated figures do not reconcile.
+    pub fn mismatch(&self) -> bool {
+        self.mismatch
     }
 
     /// The interchange resource of this delivery (`error` is set for rejected ones by the caller).

@@ -173,7 +173,7 @@ impl Ingested {
     /// The reply its sender gets.
     pub fn reply(&self) -> Reply {
         match self {
-            Ingested::Recorded { delivery, .. } => match delivery.status {
+            Ingested::Recorded { delivery, .. } => match delivery.status() {
                 Status::Processed => Reply::Created,
                 Status::Rejected => Reply::Rejected,
             },
@@ -187,7 +187,7 @@ impl Ingested {
     /// The audit trail's name for it.
     pub fn outcome(&self) -> &'static str {
         match self {
-            Ingested::Recorded { delivery, .. } => first_outcome(delivery.status),
+            Ingested::Recorded { delivery, .. } => first_outcome(delivery.status()),
             Ingested::Replayed { .. } => "replayed",
             Ingested::Conflict { .. } => "conflict",
             Ingested::Quarantined { .. } => crate::inbox::quarantine::QUARANTINED,
@@ -201,7 +201,7 @@ impl Ingested {
             Ingested::Recorded { delivery, .. }
             | Ingested::Replayed { delivery, .. }
             | Ingested::Conflict { delivery, .. }
-            | Ingested::Quarantined { delivery, .. } => (&delivery.key, delivery.envelope.standard),
+            | Ingested::Quarantined { delivery, .. } => (delivery.key(), delivery.envelope().standard),
             Ingested::Bypassed(resource) => (&resource.idempotency_key, resource.standard),
         }
     }
@@ -239,7 +239,7 @@ impl Ingest {
     fn afford(&self, reservation: &mut Reservation, delivery: &Delivery) -> Result<(), Error> {
         self.budget
             .top_up(reservation, delivery.recording_cost())
-            .map_err(|shortfall| Error::short_of(shortfall, delivery.documents.len()))
+            .map_err(|shortfall| Error::short_of(shortfall, delivery.documents().len()))
     }
 
     pub fn options(&self) -> &IngestOptions {
@@ -304,7 +304,7 @@ impl Ingest {
 
     /// The audit row a first delivery writes with itself (`held`: a rejection is held, not answered).
     fn first_attempt(&self, delivery: &Delivery, facts: &AttemptFacts, held: bool) -> FirstAttempt {
-        let reply = match (delivery.status, held) {
+        let reply = match (delivery.status(), held) {
             (Status::Processed, _) => Reply::Created,
             (Status::Rejected, true) => Reply::Held,
             (Status::Rejected, false) => Reply::Rejected,
@@ -313,7 +313,11 @@ impl Ingest {
         if facts.transport.asks_receipt() {
             facts.transport = facts.transport.with("mdn", Some((self.answers.receipt)(reply)));
         }
-        FirstAttempt { facts, outcome: first_outcome(delivery.status), status: (self.answers.status)(reply) }
+        FirstAttempt {
+            facts,
+            outcome: first_outcome(delivery.status()),
+            status: (self.answers.status)(reply),
+        }
     }
 
     /// Processes a held delivery after all, under its partner's current settings: recorded under its
@@ -358,10 +362,10 @@ impl Ingest {
             return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
         };
         self.afford(&mut reservation, &delivery)?;
-        if delivery.status == Status::Rejected {
+        if delivery.status() == Status::Rejected {
             return Err(Error::WrongState(format!(
                 "it is still invalid under the partner's current settings: {}",
-                serde_json::from_str::<serde_json::Value>(&delivery.response)
+                serde_json::from_str::<serde_json::Value>(delivery.response())
                     .ok()
                     .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
                     .unwrap_or_default()
@@ -374,7 +378,7 @@ impl Ingest {
         }
         let first = self.first_attempt(&delivery, &facts, false);
         let recorded = match self.store.record(&delivery, &first).await {
-            Ok(Outcome::Recorded { .. }) => Ok(delivery.id),
+            Ok(Outcome::Recorded { .. }) => Ok(delivery.id()),
             Ok(Outcome::Replayed { id, .. }) => Ok(id),
             Ok(Outcome::Conflict { original_id }) => {
                 Err(Error::WrongState(format!("its distinguished key is held by interchange {original_id}")))

@@ -13,7 +13,7 @@ use crate::store::Hold;
 pub(super) fn holds_rejection(partner: Option<&Partner>, delivery: &Delivery) -> bool {
     partner.is_some_and(|partner| {
         partner.conflict_policy == ConflictPolicy::Quarantine
-            || (partner.on_mismatch == MismatchPolicy::Quarantine && delivery.mismatch)
+            || (partner.on_mismatch == MismatchPolicy::Quarantine && delivery.mismatch())
     })
 }
 
@@ -24,14 +24,16 @@ pub(super) fn quarantine<'a>(
     delivery: &'a Delivery,
     outcome: &Outcome,
 ) -> Option<Hold<'a>> {
-    let rejection = if delivery.mismatch { QuarantineReason::Mismatch } else { QuarantineReason::Invalid };
+    let rejection = if delivery.mismatch() { QuarantineReason::Mismatch } else { QuarantineReason::Invalid };
     let rejection_held = holds_rejection(Some(partner), delivery);
     let (reason, interchange_id, problem) = match outcome {
-        Outcome::Conflict { original_id } if partner.conflict_policy == ConflictPolicy::Quarantine => {
-            (QuarantineReason::Conflict, *original_id, (ingest.answers.conflict)(*original_id, &delivery.key))
-        }
-        Outcome::Recorded { .. } if delivery.status == Status::Rejected && rejection_held => {
-            (rejection, delivery.id, delivery.response.clone())
+        Outcome::Conflict { original_id } if partner.conflict_policy == ConflictPolicy::Quarantine => (
+            QuarantineReason::Conflict,
+            *original_id,
+            (ingest.answers.conflict)(*original_id, delivery.key()),
+        ),
+        Outcome::Recorded { .. } if delivery.status() == Status::Rejected && rejection_held => {
+            (rejection, delivery.id(), delivery.response().to_owned())
         }
         Outcome::Replayed { id, status: Status::Rejected, body } if rejection_held => {
             (rejection, *id, body.clone())
@@ -40,14 +42,14 @@ pub(super) fn quarantine<'a>(
     };
     Some(Hold {
         partner_id: &partner.id,
-        source: delivery.key.source.as_str(),
-        message_id: &delivery.key.message_id,
-        payload_sha256: &delivery.fingerprint,
+        source: delivery.key().source.as_str(),
+        message_id: &delivery.key().message_id,
+        payload_sha256: delivery.fingerprint(),
         reason,
-        payload: &delivery.payload,
-        content_type: delivery.content_type.as_deref(),
+        payload: delivery.payload(),
+        content_type: delivery.content_type(),
         problem,
         interchange_id,
-        received_at: delivery.received_at,
+        received_at: delivery.received_at(),
     })
 }

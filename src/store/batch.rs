@@ -31,12 +31,12 @@ impl Job {
     pub(super) fn audit_row(&self, transport_reused: bool) -> AuditRow<'_> {
         AuditRow {
             id: Uuid::now_v7(),
-            inbox_id: Some(self.delivery.id),
-            key: &self.delivery.key,
+            inbox_id: Some(self.delivery.id()),
+            key: self.delivery.key(),
             outcome: self.first.outcome,
             status: self.first.status,
             facts: &self.first.facts,
-            at: self.delivery.received_at,
+            at: self.delivery.received_at(),
             transport_reused,
         }
     }

@@ -311,7 +311,7 @@ impl Store {
         delivery: &Arc<Delivery>,
         first: &FirstAttempt,
     ) -> Result<Outcome, StoreError> {
-        if let Some(cached) = self.shared.replays.get(&delivery.key) {
+        if let Some(cached) = self.shared.replays.get(delivery.key()) {
             let claim = Claim {
                 id: cached.id,
                 fresh: false,
@@ -331,19 +331,19 @@ impl Store {
         };
         let outcome = queue.record(Arc::clone(delivery), first.clone()).await?;
         match &outcome {
-            Outcome::Recorded { .. } if delivery.status == Status::Processed => {
+            Outcome::Recorded { .. } if delivery.status() == Status::Processed => {
                 self.shared.replays.insert(
-                    &delivery.key,
-                    delivery.id,
-                    &delivery.fingerprint,
-                    &delivery.response,
+                    delivery.key(),
+                    delivery.id(),
+                    delivery.fingerprint(),
+                    delivery.response(),
                 );
-                if !delivery.outbox.is_empty() {
+                if !delivery.outbox().is_empty() {
                     self.shared.outbox_written.notify_one();
                 }
             }
             Outcome::Replayed { id, status: Status::Processed, body } => {
-                self.shared.replays.insert(&delivery.key, *id, &delivery.fingerprint, body);
+                self.shared.replays.insert(delivery.key(), *id, delivery.fingerprint(), body);
             }
             _ => {}
         }

@@ -229,7 +229,7 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
             let mut outcomes = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let outcome = match claim(pool, std::slice::from_ref(job)).await {
-                    Ok(mut claims) => resolve(pool, job, claims.remove(&job.delivery.id)).await,
+                    Ok(mut claims) => resolve(pool, job, claims.remove(&job.delivery.id())).await,
                     Err(error) => Err(error),
                 };
                 outcomes.push(outcome);
@@ -239,7 +239,7 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
     };
     let mut outcomes = Vec::with_capacity(jobs.len());
     for job in jobs {
-        outcomes.push(resolve(pool, job, claims.remove(&job.delivery.id)).await);
+        outcomes.push(resolve(pool, job, claims.remove(&job.delivery.id())).await);
     }
     outcomes
 }
@@ -260,8 +260,8 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
             Some(claim) => claim,
             None => {
                 let holder = sqlx::query_as(READ)
-                    .bind(delivery.key.source.as_str())
-                    .bind(&delivery.key.message_id)
+                    .bind(delivery.key().source.as_str())
+                    .bind(&delivery.key().message_id)
                     .fetch_optional(pool)
                     .await?;
                 let Some(holder) = holder else { continue };
@@ -269,7 +269,7 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
             }
         };
         if current.transport_reused {
-            audit::transport_reused(&job.first.facts.transport, &delivery.key);
+            audit::transport_reused(&job.first.facts.transport, delivery.key());
         }
         match decide(current, delivery) {
             Next::Done(outcome) => return Ok(outcome),
@@ -283,7 +283,7 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
                 .await?;
                 if let Some(replaced) = replaced {
                     if replaced.claim.transport_reused {
-                        audit::transport_reused(&job.first.facts.transport, &delivery.key);
+                        audit::transport_reused(&job.first.facts.transport, delivery.key());
                     }
                     return Ok(Outcome::Recorded {
                         ack_control_number: replaced.claim.ack_control_number.unwrap_or_default(),
@@ -319,14 +319,14 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         (AckArrays::default(), DeliveryArrays::default(), OutboxArrays::default());
     for job in jobs {
         let d = &*job.delivery;
-        inbox.add(d.id, rows::inbox_row(d));
-        rows::document_rows(d).for_each(|row| documents.add(d.id, row));
+        inbox.add(d.id(), rows::inbox_row(d));
+        rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
         let (invoice_rows, line_rows) = effect_rows(d);
-        invoice_rows.into_iter().for_each(|row| invoices.add(d.id, row));
-        line_rows.into_iter().for_each(|row| lines.add(d.id, row));
-        acks.add(d.id, rows::ack_row(d, 0));
-        audit.add(d.id, job.audit_row(false).row());
-        rows::outbox_rows(d).for_each(|row| outbox.add(d.id, row));
+        invoice_rows.into_iter().for_each(|row| invoices.add(d.id(), row));
+        line_rows.into_iter().for_each(|row| lines.add(d.id(), row));
+        acks.add(d.id(), rows::ack_row(d, 0));
+        audit.add(d.id(), job.audit_row(false).row());
+        rows::outbox_rows(d).for_each(|row| outbox.add(d.id(), row));
     }
     let query = lines.bind(invoices.bind(documents.bind(inbox.bind(query))));
     outbox.bind(audit.bind(acks.bind(query).bind(ack::CONTROL_NUMBER)))

@@ -105,30 +105,30 @@ where
 /// The `inbox` row of a delivery.
 pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
     InboxRow {
-        id: d.id,
-        source: d.key.source.as_str(),
-        message_id: &d.key.message_id,
-        standard: d.envelope.standard.as_str(),
-        sender_qualifier: &d.envelope.sender.qualifier,
-        sender_id: &d.envelope.sender.id,
-        receiver_qualifier: &d.envelope.receiver.qualifier,
-        receiver_id: &d.envelope.receiver.id,
-        control_number: &d.envelope.control_number,
-        payload_sha256: d.fingerprint.as_str(),
-        payload: d.payload.as_ref(),
-        content_type: d.content_type.as_deref(),
-        status: d.status.as_str(),
-        response_body: &d.response,
-        received_at: d.received_at,
-        processed_at: d.received_at,
+        id: d.id(),
+        source: d.key().source.as_str(),
+        message_id: &d.key().message_id,
+        standard: d.envelope().standard.as_str(),
+        sender_qualifier: &d.envelope().sender.qualifier,
+        sender_id: &d.envelope().sender.id,
+        receiver_qualifier: &d.envelope().receiver.qualifier,
+        receiver_id: &d.envelope().receiver.id,
+        control_number: &d.envelope().control_number,
+        payload_sha256: d.fingerprint().as_str(),
+        payload: d.payload().as_ref(),
+        content_type: d.content_type(),
+        status: d.status().as_str(),
+        response_body: d.response(),
+        received_at: d.received_at(),
+        processed_at: d.received_at(),
     }
 }
 
 /// The `documents` rows of a delivery.
 pub(super) fn document_rows(d: &Delivery) -> impl Iterator<Item = DocumentRow<'_>> {
-    d.documents.iter().map(|stored| DocumentRow {
+    d.documents().iter().map(|stored| DocumentRow {
         id: stored.id,
-        inbox_id: d.id,
+        inbox_id: d.id(),
         position: position(stored.document.position),
         doc_type: &stored.document.kind,
         control_number: &stored.document.control_number,
@@ -139,22 +139,22 @@ pub(super) fn document_rows(d: &Delivery) -> impl Iterator<Item = DocumentRow<'_
 /// writes it, the body keeping its placeholder.
 pub(super) fn ack_row(d: &Delivery, control_number: i64) -> AckRow<'_> {
     let body = match control_number {
-        0 => Cow::Borrowed(d.ack.as_str()),
-        number => Cow::Owned(ack::with_control_number(&d.ack, number)),
+        0 => Cow::Borrowed(d.ack()),
+        number => Cow::Owned(ack::with_control_number(d.ack(), number)),
     };
-    AckRow { inbox_id: d.id, control_number, body, created_at: d.received_at }
+    AckRow { inbox_id: d.id(), control_number, body, created_at: d.received_at() }
 }
 
 /// The `outbox` rows of a delivery: each invoice to hand to the accounting API, due now.
 pub(super) fn outbox_rows(d: &Delivery) -> impl Iterator<Item = OutboxRow<'_>> {
-    d.outbox.iter().map(|m| OutboxRow {
+    d.outbox().iter().map(|m| OutboxRow {
         id: m.id,
         invoice_id: m.invoice_id,
         destination: outbox::ACCOUNTING_API,
         idempotency_key: &m.idempotency_key,
         payload: &m.payload,
         status: AccountingStatus::Pending.as_str(),
-        next_attempt_at: d.received_at,
-        created_at: d.received_at,
+        next_attempt_at: d.received_at(),
+        created_at: d.received_at(),
     })
 }

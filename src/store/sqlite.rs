@@ -152,14 +152,14 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
     let mut fresh: Vec<&Job> = Vec::new();
     for job in jobs {
         let d = &job.delivery;
-        if claimed.contains(&d.id) {
+        if claimed.contains(&d.id()) {
             fresh.push(job);
             outcomes.push(None);
             continue;
         }
         let holder: Claim = sqlx::query_as(READ)
-            .bind(d.key.source.as_str())
-            .bind(&d.key.message_id)
+            .bind(d.key().source.as_str())
+            .bind(&d.key().message_id)
             .fetch_one(&mut *tx)
             .await?;
         match decide(holder, d) {
@@ -223,7 +223,7 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     let acks: Vec<AckRow> =
         fresh.iter().zip(&numbers).map(|(job, &number)| rows::ack_row(&job.delivery, number)).collect();
     insert_rows(conn, &acks, "").await?;
-    let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, &job.delivery.key)).collect();
+    let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, job.delivery.key())).collect();
     let reused = audit::reused_transport_ids!(&mut *conn, &keyed);
     let audited: Vec<DeliveryRow> =
         fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused).row()).collect();

@@ -263,10 +263,10 @@ fn disposition_of(ingested: &Ingested) -> Disposition {
         return Disposition::Processed;
     }
     let detail = match ingested {
-        Ingested::Recorded { delivery, .. } => problem_detail(&delivery.response),
+        Ingested::Recorded { delivery, .. } => problem_detail(delivery.response()),
         Ingested::Replayed { body, .. } => problem_detail(body),
         Ingested::Conflict { delivery, original_id } => {
-            problem::conflict(*original_id, &delivery.key).problem().detail
+            problem::conflict(*original_id, delivery.key()).problem().detail
         }
         Ingested::Quarantined { .. } | Ingested::Bypassed(_) => String::new(),
     };

@@ -26,11 +26,11 @@ pub(super) async fn respond(
     let (delivery, status, body, replayed, id) = match ingested {
         Ingested::Recorded { delivery, ack_control_number } => {
             let body = if ack_wanted {
-                ack::with_control_number(&delivery.ack, *ack_control_number)
+                ack::with_control_number(delivery.ack(), *ack_control_number)
             } else {
-                delivery.response.clone()
+                delivery.response().to_owned()
             };
-            (delivery, delivery.status, body, false, delivery.id)
+            (delivery, delivery.status(), body, false, delivery.id())
         }
         Ingested::Replayed { delivery, id, status, body } => {
             let body =
@@ -38,7 +38,7 @@ pub(super) async fn respond(
             (delivery, *status, body, true, *id)
         }
         Ingested::Conflict { delivery, original_id } => {
-            return Ok(problem::conflict(*original_id, &delivery.key).into_response());
+            return Ok(problem::conflict(*original_id, delivery.key()).into_response());
         }
         Ingested::Quarantined { entry, fresh, .. } => {
             let mut response = (StatusCode::ACCEPTED, Json(entry)).into_response();
@@ -51,7 +51,7 @@ pub(super) async fn respond(
     };
     let code = problem::reply_status(ingested.reply());
     let content_type = match (ack_wanted, status) {
-        (true, _) => ack_media_type(delivery.envelope.standard),
+        (true, _) => ack_media_type(delivery.envelope().standard),
         (false, Status::Processed) => "application/json",
         (false, Status::Rejected) => PROBLEM_JSON,
     };

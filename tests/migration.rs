@@ -95,12 +95,17 @@ async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(bac
     );
     assert_eq!(
         booked("taxes"),
-        json!([{"tax_type": null, "category": null, "rate": "5", "taxable_amount": null, "amount": "13.78"}])
+        json!([{"tax_type": null, "category": null, "rate": "5", "taxable_amount": null, "amount": "13.78",
+            "segment": null}])
     );
     assert_eq!(
         booked("allowances_charges"),
-        json!([{"kind": "charge", "code": "D240", "amount": "27.99", "percentage": null}])
+        json!([{"kind": "charge", "code": "D240", "amount": "27.99", "percentage": null, "segment": null}])
     );
+    let unknown = json!({"number": null, "issue_date": null, "purchase_order": null, "currency": null,
+        "total": null, "tax_total": null, "seller": null, "buyer": null, "invoicee": null, "payee": null,
+        "ship_to": null});
+    assert_eq!(booked("sources"), unknown, "where its values were read is not known");
     assert_eq!(booked("seller")["name"], "Acme Supply");
     let lines = booked("lines");
     assert_eq!(lines.as_array().map(Vec::len), Some(1), "the line survived the migration: {lines}");
@@ -111,6 +116,9 @@ async fn an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures(bac
         (&json!("P-1"), &json!("300.00"), &json!("150.00"))
     );
     assert_eq!((&line["price_kind"], &line["allowances_charges"]), (&Value::Null, &json!([])));
+    let unknown =
+        json!({"line": null, "quantity": null, "unit_price": null, "amount": null, "description": null});
+    assert_eq!(line["sources"], unknown);
     app.stop().await;
     db.remove().await;
 }

@@ -55,10 +55,12 @@ impl Store {
             i.kind, CAST(i.taxes AS TEXT) AS taxes, CAST(i.payment_terms AS TEXT) AS payment_terms, \
             CAST(i.stated_totals AS TEXT) AS stated_totals, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
             i.payee_name, i.payee_qualifier, i.payee_id, i.ship_to_name, i.ship_to_qualifier, i.ship_to_id, \
+            CAST(i.sources AS TEXT) AS sources, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
             l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, l.price_kind, \
             CAST(l.price_basis AS TEXT) AS price_basis, CAST(l.product_ids AS TEXT) AS product_ids, \
             CAST(l.allowances_charges AS TEXT) AS line_allowances_charges, \
+            CAST(l.sources AS TEXT) AS line_sources, \
             o.status AS accounting_status, o.reference AS accounting_reference, \
             o.attempts AS accounting_attempts, o.last_error AS accounting_last_error \
             FROM (SELECT * FROM invoices";
@@ -132,6 +134,7 @@ pub(super) struct StoredInvoice {
     pub(super) ship_to_name: Option<String>,
     pub(super) ship_to_qualifier: Option<String>,
     pub(super) ship_to_id: Option<String>,
+    pub(super) sources: String,
 }
 
 fn decimal(text: &str) -> Result<Decimal, StoreError> {
@@ -179,6 +182,7 @@ impl StoredInvoice {
                 allowances_charges: json(&self.allowances_charges, "allowances_charges")?,
                 payment_terms: json(&self.payment_terms, "payment_terms")?,
                 stated_totals: json(&self.stated_totals, "stated_totals")?,
+                sources: json(&self.sources, "sources")?,
             },
         })
     }
@@ -231,6 +235,7 @@ struct JoinedLine {
     price_basis: Option<String>,
     product_ids: Option<String>,
     line_allowances_charges: Option<String>,
+    line_sources: Option<String>,
 }
 
 /// A joined line's `price_kind`, read once into the enum (none without a line or a kind).
@@ -265,6 +270,7 @@ impl JoinedLine {
                 self.line_allowances_charges.as_deref().unwrap_or("[]"),
                 "allowances_charges",
             )?,
+            sources: json(self.line_sources.as_deref().unwrap_or("{}"), "sources")?,
         }))
     }
 }
@@ -279,7 +285,7 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
     for (document, id, invoice) in delivery.invoices() {
         invoices.push(InvoiceRow {
             id,
-            inbox_id: delivery.id,
+            inbox_id: delivery.id(),
             document_id: document.id,
             number: &invoice.number,
             issue_date: invoice.issue_date.to_string(),
@@ -308,6 +314,7 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             ship_to_name: field(&invoice.ship_to, |p| p.name.as_deref()),
             ship_to_qualifier: field(&invoice.ship_to, |p| p.qualifier.as_deref()),
             ship_to_id: field(&invoice.ship_to, |p| p.id.as_deref()),
+            sources: to_json(&invoice.sources),
         });
         lines.extend(invoice.lines.iter().map(|line| LineRow {
             invoice_id: id,
@@ -322,6 +329,7 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             price_basis: line.price_basis.map(|d| d.to_string()),
             product_ids: to_json(&line.product_ids),
             allowances_charges: to_json(&line.allowances_charges),
+            sources: to_json(&line.sources),
         }));
     }
     (invoices, lines)

@@ -232,6 +232,7 @@ table! {
         ship_to_name: Option<&'a str> = "text",
         ship_to_qualifier: Option<&'a str> = "text",
         ship_to_id: Option<&'a str> = "text",
+        sources: String = "text" as "jsonb",
     }
 }
 
@@ -250,6 +251,7 @@ table! {
         price_basis: Option<String> = "text" as "numeric",
         product_ids: String = "text" as "jsonb",
         allowances_charges: String = "text" as "jsonb",
+        sources: String = "text" as "jsonb",
     }
 }
 

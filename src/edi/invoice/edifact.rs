@@ -8,8 +8,9 @@ use rust_decimal::Decimal;
 
 use super::reader::{Reader, code_of, line_amount, missing};
 use super::{
-    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PaymentTerms,
-    PriceKind, ProductId, Role, StatedTotal, Tax, merged, reconcile, single_rate, tax_sum,
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, InvoiceSources, LineSources,
+    Parties, Party, PaymentTerms, PriceKind, ProductId, Role, StatedTotal, Tax, merged, reconcile,
+    single_rate, tax_sum,
 };
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
@@ -118,6 +119,9 @@ pub(in crate::edi) fn from_invoic(
     let mut lines: Vec<LineRead<'_>> = Vec::new();
     let (mut section, mut group) = (Section::Header, Group::None);
     let mut uns = false;
+    let mut sources = InvoiceSources::default();
+    // The position of a DTM+3 (the invoice date), used when there is no DTM+137.
+    let mut invoice_date_at = None;
     for segment in &message[1..message.len() - 1] {
         let s = &Fields::new(segment);
         if !inside_group(s.tag()) {
@@ -127,6 +131,7 @@ pub(in crate::edi) fn from_invoic(
             b"BGM" => {
                 kind = kind_of(s.component(1, 1));
                 number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?);
+                sources.number = Some(s.position);
             }
             b"DTM" if group == Group::Terms => {
                 let date = r.date(s, r.component(s, 1, 2)?, 1, s.component(1, 3))?;
@@ -141,14 +146,22 @@ pub(in crate::edi) fn from_invoic(
             b"DTM" if group == Group::None && matches!(s.component(1, 1), b"137" | b"3") => {
                 let stated = r.required(s, r.component(s, 1, 2)?, 1, "document date")?;
                 let date = r.date(s, Some(stated), 1, s.component(1, 3))?;
-                if s.component(1, 1) == b"137" { issue_date = date } else { invoice_date = date }
+                if s.component(1, 1) == b"137" {
+                    (issue_date, sources.issue_date) = (date, Some(s.position))
+                } else {
+                    (invoice_date, invoice_date_at) = (date, Some(s.position))
+                }
             }
             b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => {
-                purchase_order = r.component(s, 1, 2)?
+                purchase_order = r.component(s, 1, 2)?;
+                sources.purchase_order = Some(s.position).filter(|_| purchase_order.is_some());
             }
-            b"CUX" => currency = currency.or(r.code_in(s, 1, 2)?),
+            b"CUX" if currency.is_none() => {
+                currency = r.code_in(s, 1, 2)?;
+                sources.currency = Some(s.position).filter(|_| currency.is_some());
+            }
             b"NAD" => {
-                let Some((role, rank)) = role_of(s.element(1)) else { continue };
+                let Some(role) = role_of(s.element(1)) else { continue };
                 let name_element = if s.element(4).is_empty() { 3 } else { 4 };
                 // The name's components joined with spaces (most names have one).
                 let mut name: Option<String> = None;
@@ -163,11 +176,8 @@ pub(in crate::edi) fn from_invoic(
                         }
                     }
                 }
-                parties.offer(
-                    role,
-                    rank,
-                    Party { name, qualifier: r.code_in(s, 2, 3)?, id: r.component(s, 2, 1)? },
-                );
+                let party = Party { name, qualifier: r.code_in(s, 2, 3)?, id: r.component(s, 2, 1)? };
+                parties.offer(role, party, s.position);
             }
             b"LIN" if s.component(4, 1) == b"1" => section = Section::SubLine,
             b"LIN" => {
@@ -191,6 +201,7 @@ pub(in crate::edi) fn from_invoic(
                         description: None,
                         amount: Decimal::ZERO,
                         allowances_charges: Vec::new(),
+                        sources: LineSources { line: Some(s.position), ..LineSources::default() },
                     },
                     lin: *segment,
                     stated: None,
@@ -216,12 +227,14 @@ pub(in crate::edi) fn from_invoic(
                     && let Some(description) = r.component(s, 3, 4)?
                 {
                     (read.line.description, read.description_rank) = (Some(description), rank);
+                    read.line.sources.description = Some(s.position);
                 }
             }
             b"QTY" if section == Section::Line && group == Group::None && s.component(1, 1) == b"47" => {
                 if let Some(read) = lines.last_mut() {
                     read.line.quantity = r.component_decimal(s, 1, 2)?.unwrap_or_default();
                     read.line.unit = r.code_in(s, 1, 3)?;
+                    read.line.sources.quantity = Some(s.position);
                 }
             }
             b"PRI" if section == Section::Line => {
@@ -230,6 +243,7 @@ pub(in crate::edi) fn from_invoic(
                     read.line.unit_price = r.component_decimal(s, 1, 2)?;
                     (read.line.price_kind, read.price_rank) = (Some(price_kind), rank);
                     read.line.price_basis = r.component_decimal(s, 1, 5)?;
+                    read.line.sources.unit_price = Some(s.position);
                 }
             }
             b"TAX" if s.component(1, 1) == b"7" => {
@@ -238,6 +252,7 @@ pub(in crate::edi) fn from_invoic(
                     tax_type: r.code_in(s, 2, 1)?,
                     category: r.code_at(s, 6)?,
                     rate: r.component_decimal(s, 5, 4)?,
+                    segment: Some(s.position),
                     ..Tax::default()
                 };
                 match (section, lines.last_mut()) {
@@ -253,7 +268,13 @@ pub(in crate::edi) fn from_invoic(
                 group = Group::Charge(indicator.is_some() && booked);
                 let Some(indicator) = indicator.filter(|_| booked) else { continue };
                 let code = r.component(s, 5, 1)?.or(r.component(s, 2, 2)?);
-                let charge = AllowanceCharge { kind: indicator, code, amount: None, percentage: None };
+                let charge = AllowanceCharge {
+                    kind: indicator,
+                    code,
+                    amount: None,
+                    percentage: None,
+                    segment: Some(s.position),
+                };
                 match (section, lines.last_mut()) {
                     (Section::Line, Some(read)) => read.line.allowances_charges.push(charge),
                     _ => allowances_charges.push(charge),
@@ -271,6 +292,7 @@ pub(in crate::edi) fn from_invoic(
                     basis: r.component(s, 3, 1)?,
                     discount_days: days.filter(|_| discount),
                     net_days: days.filter(|_| !discount),
+                    segment: Some(s.position),
                     ..PaymentTerms::default()
                 });
             }
@@ -290,6 +312,7 @@ pub(in crate::edi) fn from_invoic(
                 let amount = r.component_decimal(s, 1, 2)?;
                 if currency.is_none() {
                     currency = r.code_in(s, 1, 3)?;
+                    sources.currency = Some(s.position).filter(|_| currency.is_some());
                 }
                 match group {
                     Group::Tax => {
@@ -353,7 +376,7 @@ pub(in crate::edi) fn from_invoic(
         let computed = line_amount(&lin, line.quantity, price, line.price_basis)?;
         match stated {
             Some((amount, position)) => {
-                line.amount = amount;
+                (line.amount, line.sources.amount) = (amount, Some(position));
                 if let Some(message) = reconcile::line_amount(&line, computed) {
                     warn(Some(position), message);
                 }
@@ -388,7 +411,12 @@ pub(in crate::edi) fn from_invoic(
         tax.taxable_amount = tax.taxable_amount.or(moa_125.map(|(a, _)| a));
     }
     let breakdown = tax_sum(&taxes);
-    let tax_total = moa_176.or(moa_124).map(|(a, _)| a).or(breakdown);
+    let stated_tax_total = moa_176.or(moa_124);
+    let tax_total = stated_tax_total.map(|(a, _)| a).or(breakdown);
+    (sources.total, sources.tax_total) = (Some(total_position), stated_tax_total.map(|(_, p)| p));
+    if issue_date.is_none() {
+        sources.issue_date = invoice_date_at;
+    }
     let stated_tax =
         moa_176.map(|(a, p)| ("MOA 176 total tax", a, p)).or(moa_124.map(|(a, p)| ("MOA 124 tax", a, p)));
     if let (Some((what, stated_tax, position)), Some(breakdown)) = (stated_tax, breakdown)
@@ -403,7 +431,8 @@ pub(in crate::edi) fn from_invoic(
     {
         warnings.push(warning);
     }
-    let [seller, buyer, invoicee, payee, ship_to] = parties.book();
+    let ([seller, buyer, invoicee, payee, ship_to], found_at) = parties.book();
+    [sources.seller, sources.buyer, sources.invoicee, sources.payee, sources.ship_to] = found_at;
     let invoice = Invoice {
         kind,
         number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,
@@ -426,8 +455,11 @@ pub(in crate::edi) fn from_invoic(
         payment_terms,
         stated_totals: summary_amounts
             .iter()
-            .filter_map(|(code, amount, _)| Some(StatedTotal { code: code_of(code), amount: (*amount)? }))
+            .filter_map(|(code, amount, at)| {
+                Some(StatedTotal { code: code_of(code), amount: (*amount)?, segment: Some(*at) })
+            })
             .collect(),
+        sources,
     };
     if invoice.currency.is_none() {
         warnings.push(Warning {

@@ -10,6 +10,7 @@
 mod edifact;
 mod reader;
 mod reconcile;
+mod sources;
 mod x12;
 
 use std::borrow::Cow;
@@ -23,6 +24,7 @@ use super::syntax::Segment;
 use super::{Document, EdiError, ErrorKind, Warning};
 
 pub(super) use edifact::from_invoic;
+pub use sources::{InvoiceSources, LineSources};
 pub(super) use x12::from_810;
 
 /// Text the model keeps in two places (a line's first product id is also its `product_id`):
@@ -79,6 +81,8 @@ pub struct Invoice {
     /// Every total the document states, as stated: X12 TDS01–TDS04 / the summary's MOA outside
     /// its tax and allowance groups (77, 79, 86, 9, 39, 125, 128, 129, 176, …).
     pub stated_totals: Vec<StatedTotal>,
+    /// Where the invoice's values were read.
+    pub sources: InvoiceSources,
 }
 
 /// Payment terms (X12 ITD / EDIFACT PAT with its DTM, PCD and MOA).
@@ -107,6 +111,8 @@ pub struct PaymentTerms {
     pub discount_amount: Option<Decimal>,
     /// ITD12.
     pub description: Option<String>,
+    /// The position of its ITD / PAT segment.
+    pub segment: Option<usize>,
 }
 
 /// A total as the document states it.
@@ -117,6 +123,9 @@ pub struct StatedTotal {
     pub code: Code,
     #[schema(value_type = String, example = "381.60")]
     pub amount: Decimal,
+    /// The position of its TDS / MOA segment.
+    #[serde(default)]
+    pub segment: Option<usize>,
 }
 
 text_enum! {
@@ -164,6 +173,8 @@ pub struct Tax {
     /// TXI02 or SAC05 / MOA 124 (or 150).
     #[schema(value_type = Option<String>, example = "503.50")]
     pub amount: Option<Decimal>,
+    /// The position of its TXI, SAC / TAX segment (the first, when several of one rate are added up).
+    pub segment: Option<usize>,
 }
 
 /// One invoice line (IT1 + PID + SAC / LIN + PIA + IMD + QTY + PRI + MOA 203 + ALC).
@@ -195,6 +206,8 @@ pub struct InvoiceLine {
     pub amount: Decimal,
     /// The line's allowances and charges (SAC within the IT1 loop / ALC after the LIN).
     pub allowances_charges: Vec<AllowanceCharge>,
+    /// Where the line's values were read.
+    pub sources: LineSources,
 }
 
 text_enum! {
@@ -248,6 +261,9 @@ pub struct AllowanceCharge {
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "10")]
     pub percentage: Option<Decimal>,
+    /// The position of its SAC / ALC segment.
+    #[serde(default)]
+    pub segment: Option<usize>,
 }
 
 /// Whether an allowance or charge lowers or raises the amount (SAC01 / ALC 5463: `A` or `C`).
@@ -329,12 +345,15 @@ pub(super) fn first_mismatch(documents: &[Document], segments: &[Segment<'_>]) -
 /// The parties of a document as they are read: for each role, the best-ranked party found so far.
 #[derive(Default)]
 struct Parties {
-    seller: Option<(usize, Party)>,
-    buyer: Option<(usize, Party)>,
-    invoicee: Option<(usize, Party)>,
-    payee: Option<(usize, Party)>,
-    ship_to: Option<(usize, Party)>,
+    seller: Option<(usize, Found)>,
+    buyer: Option<(usize, Found)>,
+    invoicee: Option<(usize, Found)>,
+    payee: Option<(usize, Found)>,
+    ship_to: Option<(usize, Found)>,
 }
+
+/// A party and the position of the segment that named it.
+type Found = (Party, usize);
 
 /// A role of [`Parties`].
 #[derive(Clone, Copy)]
@@ -347,8 +366,9 @@ enum Role {
 }
 
 impl Parties {
-    /// Offers `party` for `role` at `rank` (0 is preferred): the first of the best rank is kept.
-    fn offer(&mut self, role: Role, rank: usize, party: Party) {
+    /// Offers `party`, named at `position`, for `role` at `rank` (0 is preferred): the first of the
+    /// best rank is kept.
+    fn offer(&mut self, (role, rank): (Role, usize), party: Party, position: usize) {
         let slot = match role {
             Role::Seller => &mut self.seller,
             Role::Buyer => &mut self.buyer,
@@ -357,17 +377,20 @@ impl Parties {
             Role::ShipTo => &mut self.ship_to,
         };
         if slot.as_ref().is_none_or(|(kept, _)| rank < *kept) {
-            *slot = Some((rank, party));
+            *slot = Some((rank, (party, position)));
         }
     }
 
-    /// The parties to book: (seller, buyer, invoicee, payee, ship-to), the seller falling back to
-    /// the payee and the buyer to the invoicee.
-    fn book(self) -> [Option<Party>; 5] {
+    /// The parties to book, (seller, buyer, invoicee, payee, ship-to), the seller falling back to
+    /// the payee and the buyer to the invoicee; and the positions of the segments naming them.
+    fn book(self) -> ([Option<Party>; 5], [Option<usize>; 5]) {
         let [seller, buyer, invoicee, payee, ship_to] =
             [self.seller, self.buyer, self.invoicee, self.payee, self.ship_to]
-                .map(|slot| slot.map(|(_, p)| p));
-        [seller.or_else(|| payee.clone()), buyer.or_else(|| invoicee.clone()), invoicee, payee, ship_to]
+                .map(|slot| slot.map(|(_, f)| f));
+        let found =
+            [seller.or_else(|| payee.clone()), buyer.or_else(|| invoicee.clone()), invoicee, payee, ship_to];
+        let positions = found.each_ref().map(|f| f.as_ref().map(|(_, position)| *position));
+        (found.map(|f| f.map(|(party, _)| party)), positions)
     }
 }
 

@@ -7,8 +7,9 @@ use rust_decimal::Decimal;
 
 use super::reader::{Reader, line_amount, missing};
 use super::{
-    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, Parties, Party, PaymentTerms,
-    ProductId, Role, StatedTotal, Tax, line_number, merged, reconcile, single_rate, tax_sum,
+    AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, InvoiceSources, LineSources,
+    Parties, Party, PaymentTerms, ProductId, Role, StatedTotal, Tax, line_number, merged, reconcile,
+    single_rate, tax_sum,
 };
 use crate::edi::syntax::{Fields, Segment};
 use crate::edi::{EdiError, Interchange, Warning};
@@ -76,6 +77,7 @@ pub(in crate::edi) fn from_810(
     let (mut allowances_charges, mut header_taxes, mut line_taxes) = (Vec::new(), Vec::new(), Vec::new());
     let mut total_position = None;
     let (mut payment_terms, mut stated_totals) = (Vec::new(), Vec::new());
+    let mut sources = InvoiceSources::default();
     for segment in &set[1..set.len() - 1] {
         let s = &Fields::new(segment);
         // Within an IT1 loop until the TDS: a SAC or TXI there is the line's.
@@ -87,13 +89,19 @@ pub(in crate::edi) fn from_810(
                 number = Some(r.required(s, r.element(s, 2)?, 2, "invoice number")?);
                 purchase_order = r.element(s, 4)?;
                 kind = kind_of(s.element(7));
+                let big = Some(s.position);
+                (sources.number, sources.issue_date) = (big, big);
+                sources.purchase_order = big.filter(|_| purchase_order.is_some());
             }
-            b"CUR" => currency = r.code_at(s, 2)?,
+            b"CUR" => {
+                currency = r.code_at(s, 2)?;
+                sources.currency = Some(s.position).filter(|_| currency.is_some());
+            }
             b"N1" => {
-                if let Some((role, rank)) = role_of(s.element(1)) {
+                if let Some(role) = role_of(s.element(1)) {
                     let party =
                         Party { name: r.element(s, 2)?, qualifier: r.code_at(s, 3)?, id: r.element(s, 4)? };
-                    parties.offer(role, rank, party);
+                    parties.offer(role, party, s.position);
                 }
             }
             b"IT1" => {
@@ -118,19 +126,30 @@ pub(in crate::edi) fn from_810(
                     description: None,
                     amount: line_amount(s, quantity, unit_price, price_basis)?,
                     allowances_charges: Vec::new(),
+                    sources: LineSources {
+                        line: Some(s.position),
+                        quantity: Some(s.position),
+                        unit_price: Some(s.position),
+                        ..LineSources::default()
+                    },
                 });
             }
             b"PID" => {
                 if let Some(line) = lines.last_mut().filter(|line| line.description.is_none()) {
                     line.description = r.element(s, 5)?;
+                    line.sources.description = Some(s.position).filter(|_| line.description.is_some());
                 }
             }
             b"TDS" => {
                 total = Some(r.required_decimal(s, 1, "total invoice amount", Some(2))?);
-                total_position = Some(s.position);
+                (total_position, sources.total) = (Some(s.position), Some(s.position));
                 for (n, code) in [(1, "TDS01"), (2, "TDS02"), (3, "TDS03"), (4, "TDS04")] {
                     if let Some(amount) = r.decimal_at(s, n, Some(2))? {
-                        stated_totals.push(StatedTotal { code: code.into(), amount });
+                        stated_totals.push(StatedTotal {
+                            code: code.into(),
+                            amount,
+                            segment: Some(s.position),
+                        });
                     }
                 }
             }
@@ -144,6 +163,7 @@ pub(in crate::edi) fn from_810(
                 net_days: r.count_at(s, 7)?,
                 discount_amount: r.decimal_at(s, 8, Some(2))?,
                 description: r.element(s, 12)?,
+                segment: Some(s.position),
             }),
             b"TXI" => {
                 let tax = Tax {
@@ -152,6 +172,7 @@ pub(in crate::edi) fn from_810(
                     rate: r.decimal_at(s, 3, None)?,
                     taxable_amount: r.decimal_at(s, 8, None)?,
                     amount: r.decimal_at(s, 2, None)?,
+                    segment: Some(s.position),
                 };
                 if in_line { line_taxes.push(tax) } else { header_taxes.push(tax) }
             }
@@ -159,7 +180,13 @@ pub(in crate::edi) fn from_810(
                 let Some(indicator) = AllowanceOrCharge::of_code(s.element(1)) else { continue };
                 let (amount, percentage) = (r.decimal_at(s, 5, Some(2))?, r.decimal_at(s, 7, None)?);
                 if is_tax_code(s.element(2)) {
-                    let tax = Tax { tax_type: r.code_at(s, 2)?, rate: percentage, amount, ..Tax::default() };
+                    let tax = Tax {
+                        tax_type: r.code_at(s, 2)?,
+                        rate: percentage,
+                        amount,
+                        segment: Some(s.position),
+                        ..Tax::default()
+                    };
                     if in_line {
                         line_taxes.push(tax)
                     } else {
@@ -167,7 +194,9 @@ pub(in crate::edi) fn from_810(
                     }
                     continue;
                 }
-                let charge = AllowanceCharge { kind: indicator, code: r.element(s, 2)?, amount, percentage };
+                let code = r.element(s, 2)?;
+                let charge =
+                    AllowanceCharge { kind: indicator, code, amount, percentage, segment: Some(s.position) };
                 match lines.last_mut().filter(|_| in_line) {
                     Some(line) => line.allowances_charges.push(charge),
                     None => allowances_charges.push(charge),
@@ -178,7 +207,8 @@ pub(in crate::edi) fn from_810(
     }
     // The invoice's taxes are its header's; the lines' only where the header states none.
     let taxes = if header_taxes.is_empty() { merged(line_taxes) } else { header_taxes };
-    let [seller, buyer, invoicee, payee, ship_to] = parties.book();
+    let ([seller, buyer, invoicee, payee, ship_to], found_at) = parties.book();
+    [sources.seller, sources.buyer, sources.invoicee, sources.payee, sources.ship_to] = found_at;
     let no_big = || missing(st, "the 810 has no BIG segment (invoice number and date)");
     let invoice = Invoice {
         kind,
@@ -199,6 +229,7 @@ pub(in crate::edi) fn from_810(
         allowances_charges,
         payment_terms,
         stated_totals,
+        sources,
     };
     let mut warnings = Vec::new();
     if invoice.currency.is_none() {

@@ -2,13 +2,20 @@
 //! (`postgres://h1:5432,h2:5433/db?target_session_attrs=read-write`), which sqlx does not read
 //! (its issues 2290 and 3333). Each host becomes connect options of its own; the pool connects to
 //! the first host, in order, that suits the target (a writable primary unless `any` is asked), and
-//! every new connection is checked again. A watcher asks the current host once a second; when it
-//! is gone or has become read-only, it finds the new primary and replaces the pool, so that no
-//! connection to the old one is used again (its in-flight statements fail: 503, retried).
+//! every new connection is checked again. A watcher asks every host once a second; when the
+//! current one is gone or has become read-only, it finds the new primary and replaces the pool, so
+//! that no connection to the old one is used again (its in-flight statements fail: 503, retried).
+//!
+//! Never a stale primary: an old primary that comes back writable after its standby was promoted
+//! (a zombie, without an HA manager to fence it) is on an older timeline of the same cluster. Of
+//! several writable hosts the one on the highest timeline is written to; a host on a timeline older
+//! than one this process has written to is never chosen again; and when which is the primary cannot
+//! be told (equal or unknown timelines, different clusters) writes are refused (503, not ready)
+//! rather than split between two databases.
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -28,16 +35,66 @@ text_enum! {
     }
 }
 
-/// How often the current host is asked whether it is still the primary.
+/// How often every host is asked whether it is (still) the primary.
 const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// How long asking one host may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The hosts of a URL, the target, and which host the pool is on.
+/// The hosts of a URL, the target, which host the pool is on, and the highest timeline written to.
 pub struct Hosts {
     candidates: Vec<(String, PgConnectOptions)>,
     target: TargetSession,
     current: AtomicUsize,
+    timeline: AtomicU32,
+    /// The last split brain reported (the writable hosts and their standings), so that it is
+    /// logged once when it starts, not every second.
+    reported: Mutex<String>,
+}
+
+/// What a host that suits the target says of itself: its cluster (`pg_control_system()`, unknown
+/// where its use is not granted) and, when it is a primary, its current timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Standing {
+    system: Option<i64>,
+    timeline: Option<u32>,
+}
+
+/// The host to write to, from what each host said.
+#[derive(Debug, PartialEq, Eq)]
+enum Choice {
+    Host(usize),
+    /// No host suits the target (or only stale ones).
+    NoneSuits,
+    /// Several suit and which one is the primary cannot be told: refuse writes rather than choose.
+    Ambiguous(Vec<usize>),
+}
+
+/// Of the hosts that suit (`Some`), the one to write to: the only one; else the one on the highest
+/// timeline, when every timeline is known and all are one cluster. A host on a timeline older than
+/// `seen` (the highest written to) is stale and never chosen.
+fn choose(standings: &[Option<Standing>], seen: u32) -> Choice {
+    let fresh: Vec<(usize, Standing)> = standings
+        .iter()
+        .enumerate()
+        .filter_map(|(index, standing)| Some((index, (*standing)?)))
+        .filter(|(_, standing)| standing.timeline.is_none_or(|timeline| timeline >= seen))
+        .collect();
+    let [(first, first_standing), rest @ ..] = fresh.as_slice() else { return Choice::NoneSuits };
+    if rest.is_empty() {
+        return Choice::Host(*first);
+    }
+    let one_cluster = rest.iter().all(
+        |(_, standing)| matches!((standing.system, first_standing.system), (Some(a), Some(b)) if a == b),
+    );
+    let highest = fresh.iter().map(|(_, standing)| standing.timeline).max().flatten();
+    let on_highest: Vec<usize> =
+        fresh.iter().filter(|(_, standing)| standing.timeline == highest).map(|(index, _)| *index).collect();
+    match (one_cluster, highest, on_highest.as_slice()) {
+        (true, Some(_), [only]) if fresh.iter().all(|(_, standing)| standing.timeline.is_some()) => {
+            Choice::Host(*only)
+        }
+        _ => Choice::Ambiguous(fresh.iter().map(|(index, _)| *index).collect()),
+    }
 }
 
 impl Hosts {
@@ -80,7 +137,13 @@ impl Hosts {
                 Ok((format!("{}:{}", options.get_host(), options.get_port()), options))
             })
             .collect::<Result<_, StoreError>>()?;
-        Ok(Hosts { candidates, target, current: AtomicUsize::new(0) })
+        Ok(Hosts {
+            candidates,
+            target,
+            current: AtomicUsize::new(0),
+            timeline: AtomicU32::new(0),
+            reported: Mutex::default(),
+        })
     }
 
     /// `host:port` of the host the pool is on.
@@ -88,26 +151,112 @@ impl Hosts {
         &self.candidates[self.current.load(Ordering::Relaxed)].0
     }
 
-    /// Whether host `index` answers and suits the target.
-    async fn probe(&self, index: usize) -> bool {
-        let ask = async {
-            let mut connection = PgConnection::connect_with(&self.candidates[index].1).await?;
-            let suits = suits(self.target, &mut connection).await;
-            let _ = connection.close().await;
-            suits
-        };
-        matches!(tokio::time::timeout(PROBE_TIMEOUT, ask).await, Ok(Ok(true)))
+    /// What each host says of itself when it answers and suits the target, all asked at once.
+    async fn probe_all(&self) -> Vec<Option<Standing>> {
+        let asked: Vec<_> = self
+            .candidates
+            .iter()
+            .map(|(_, options)| tokio::spawn(probe(options.clone(), self.target)))
+            .collect();
+        let mut standings = Vec::with_capacity(asked.len());
+        for probe in asked {
+            standings.push(probe.await.ok().flatten());
+        }
+        standings
     }
 
-    /// The first host, in order, that suits the target.
-    async fn find(&self) -> Option<usize> {
-        for index in 0..self.candidates.len() {
-            if self.probe(index).await {
-                return Some(index);
+    /// The host to write to now (the first that suits for target `any`). Reports a split brain
+    /// (several writable hosts) by the `edi_inbox_db_writable_hosts` gauge and an error naming
+    /// them and their timelines, once when it starts.
+    async fn find(&self) -> Choice {
+        let standings = self.probe_all().await;
+        if self.target == TargetSession::Any {
+            return standings.iter().position(Option::is_some).map_or(Choice::NoneSuits, Choice::Host);
+        }
+        let seen = self.timeline.load(Ordering::Relaxed);
+        let choice = choose(&standings, seen);
+        self.report(&standings, seen, &choice);
+        if let Choice::Host(index) = choice
+            && let Some(Some(Standing { timeline: Some(timeline), .. })) = standings.get(index)
+        {
+            self.timeline.fetch_max(*timeline, Ordering::Relaxed);
+        }
+        choice
+    }
+
+    fn report(&self, standings: &[Option<Standing>], seen: u32, choice: &Choice) {
+        let writable: Vec<String> = standings
+            .iter()
+            .zip(&self.candidates)
+            .filter_map(|(standing, (host, _))| {
+                let Standing { system, timeline } = (*standing)?;
+                let system = system.map_or("unknown".to_owned(), |s| s.to_string());
+                let timeline = timeline.map_or("unknown".to_owned(), |t| t.to_string());
+                Some(format!("{host} (system {system}, timeline {timeline})"))
+            })
+            .collect();
+        metrics::gauge!("edi_inbox_db_writable_hosts").set(writable.len() as f64);
+        let description = if writable.len() > 1 { writable.join(", ") } else { String::new() };
+        let mut reported = self.reported.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *reported == description {
+            return;
+        }
+        if !description.is_empty() {
+            let hosts = description.as_str();
+            match choice {
+                Choice::Host(index) => tracing::error!(
+                    hosts,
+                    written_to = self.candidates[*index].0,
+                    "split brain: several PostgreSQL hosts are writable; only the one on the highest \
+                     timeline is written to (fence the others)"
+                ),
+                _ => tracing::error!(
+                    hosts,
+                    highest_timeline_written_to = seen,
+                    "split brain: several PostgreSQL hosts are writable and which one is the primary \
+                     cannot be told; writes are refused until only one is"
+                ),
             }
         }
-        None
+        *reported = description;
     }
+}
+
+/// What the host at `options` says of itself, when it answers in time and suits `target`.
+async fn probe(options: PgConnectOptions, target: TargetSession) -> Option<Standing> {
+    let ask = async {
+        let mut connection = PgConnection::connect_with(&options).await?;
+        let standing = standing(target, &mut connection).await;
+        let _ = connection.close().await;
+        standing
+    };
+    tokio::time::timeout(PROBE_TIMEOUT, ask).await.ok()?.ok()?
+}
+
+/// A host's standing when it suits `target`: two round trips (none for `any`). The timeline is
+/// the first eight hex digits of the current WAL file's name, which a promotion changes at once.
+async fn standing(
+    target: TargetSession,
+    connection: &mut PgConnection,
+) -> Result<Option<Standing>, sqlx::Error> {
+    if target == TargetSession::Any {
+        return Ok(Some(Standing { system: None, timeline: None }));
+    }
+    if !suits(target, connection).await? {
+        return Ok(None);
+    }
+    let timeline: Option<String> = sqlx::query_scalar(
+        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL \
+         ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END",
+    )
+    .fetch_one(&mut *connection)
+    .await?;
+    let system = sqlx::query_scalar("SELECT system_identifier FROM pg_control_system()")
+        .fetch_one(&mut *connection)
+        .await
+        .ok();
+    let timeline = timeline.and_then(|hex| u32::from_str_radix(&hex, 16).ok());
+    Ok(Some(Standing { system, timeline }))
 }
 
 /// The pool on the current primary, replaced after a failover.
@@ -125,13 +274,24 @@ impl Primary {
         let hosts = Hosts::parse(url)?;
         let index = match hosts.candidates.len() {
             1 => 0,
-            _ => hosts.find().await.ok_or_else(|| {
-                StoreError::Unavailable(sqlx::Error::Protocol(format!(
-                    "none of the hosts of {} is {}",
-                    super::redacted(url),
-                    hosts.target.as_str()
-                )))
-            })?,
+            _ => match hosts.find().await {
+                Choice::Host(index) => index,
+                Choice::NoneSuits => {
+                    return Err(StoreError::Unavailable(sqlx::Error::Protocol(format!(
+                        "none of the hosts of {} is {}",
+                        super::redacted(url),
+                        hosts.target.as_str()
+                    ))));
+                }
+                Choice::Ambiguous(several) => {
+                    let named: Vec<&str> = several.iter().map(|i| hosts.candidates[*i].0.as_str()).collect();
+                    return Err(StoreError::Unavailable(sqlx::Error::Protocol(format!(
+                        "{} are all writable and which one is the primary cannot be told (equal or \
+                         unknown timelines, or different clusters): fence the old primary",
+                        named.join(" and ")
+                    ))));
+                }
+            },
         };
         hosts.current.store(index, Ordering::Relaxed);
         let pool = pool_on(&hosts, index, options).await?;
@@ -163,9 +323,11 @@ impl Primary {
         &self.hosts
     }
 
-    /// Watches the current host while the store lives, when there is more than one host: when it
-    /// stops suiting the target, closes its pool and opens one on the first host that suits (the
-    /// same one again after a blip); calls `failed_over` with the new host when it is another.
+    /// Watches the hosts while the store lives, when there is more than one: when another host is
+    /// to be written to (the current one stopped suiting the target, or is on an older timeline),
+    /// closes the pool and opens one on it (the same host again after a blip); when none is, or
+    /// which one cannot be told, closes the pool (writes get 503) until one is. Calls `failed_over`
+    /// with the new host when it is another.
     pub fn watch(self: &Arc<Self>, failed_over: impl Fn(&str) + Send + Sync + 'static) {
         if self.hosts.candidates.len() < 2 {
             return;
@@ -176,15 +338,21 @@ impl Primary {
                 tokio::time::sleep(WATCH_INTERVAL).await;
                 let Some(primary) = primary.upgrade().filter(|primary| !primary.is_closed()) else { return };
                 let current = primary.hosts.current.load(Ordering::Relaxed);
-                if primary.hosts.probe(current).await {
+                let choice = primary.hosts.find().await;
+                if choice == Choice::Host(current) && !primary.pool().is_closed() {
                     continue;
                 }
                 // Requests waiting for a connection to the lost host fail now (503, retried) instead
                 // of when their acquire timeout ends; a new pool replaces this one once a host suits.
                 let lost = primary.pool();
-                tokio::spawn(async move { lost.close().await });
-                let Some(found) = primary.hosts.find().await else {
-                    tracing::warn!(host = primary.hosts.current(), "no PostgreSQL host is a primary now");
+                if !lost.is_closed() {
+                    tokio::spawn(async move { lost.close().await });
+                }
+                let Choice::Host(found) = choice else {
+                    tracing::warn!(
+                        host = primary.hosts.current(),
+                        "no PostgreSQL host is to be written to now"
+                    );
                     continue;
                 };
                 if primary.move_to(found).await && found != current {
@@ -259,6 +427,26 @@ async fn pool_on(hosts: &Hosts, index: usize, options: &StoreOptions) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn on(system: i64, timeline: u32) -> Option<Standing> {
+        Some(Standing { system: Some(system), timeline: Some(timeline) })
+    }
+
+    #[test]
+    fn of_several_writable_hosts_only_the_newest_timeline_of_one_cluster_is_written_to() {
+        // The zombie first in URL order: the promoted standby (timeline 2) is chosen.
+        assert_eq!(choose(&[on(7, 1), on(7, 2)], 0), Choice::Host(1));
+        assert_eq!(choose(&[None, on(7, 2)], 0), Choice::Host(1));
+        // Once timeline 2 was written to, the zombie alone is stale: nothing is written.
+        assert_eq!(choose(&[on(7, 1), None], 2), Choice::NoneSuits);
+        assert_eq!(choose(&[on(7, 2), None], 2), Choice::Host(0));
+        // Which is the primary cannot be told: refuse rather than choose.
+        assert_eq!(choose(&[on(7, 2), on(7, 2)], 0), Choice::Ambiguous(vec![0, 1]));
+        assert_eq!(choose(&[on(7, 1), on(8, 2)], 0), Choice::Ambiguous(vec![0, 1]));
+        let unknown = Some(Standing { system: Some(7), timeline: None });
+        assert_eq!(choose(&[on(7, 1), unknown], 0), Choice::Ambiguous(vec![0, 1]));
+        assert_eq!(choose(&[None, None], 0), Choice::NoneSuits);
+    }
 
     #[test]
     fn libpq_multi_host_urls_are_read() {

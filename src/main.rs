@@ -13,7 +13,7 @@ use edi_inbox::http;
 use edi_inbox::jobs::{export, purge};
 use edi_inbox::operate::{self, outbox, partners as admin, quarantine, sns};
 use edi_inbox::partners::{CredentialKind, PartnerStatus};
-use edi_inbox::store::{OutboxFilter, QuarantineFilter, Store};
+use edi_inbox::store::{CommitNotices, OutboxFilter, QuarantineFilter, Store};
 
 /// jemalloc: the request path allocates many small, short-lived buffers from several threads, where
 /// glibc's allocator spent a sixth of the service's CPU and grew an arena per thread.
@@ -222,12 +222,19 @@ async fn shutdown_signal() {
     tracing::info!("shutdown requested; finishing requests in flight");
 }
 
+/// Logs as `RUST_LOG` says (info, sqlx warnings by default), in `format`; PostgreSQL's notices
+/// that a commit did not wait for the synchronous standby reach the store whatever it says.
 fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(CommitNotices::filtered());
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Pretty => builder.init(),
+        LogFormat::Json => registry.with(logs.json().with_filter(filter)).init(),
+        LogFormat::Pretty => registry.with(logs.with_filter(filter)).init(),
     }
 }

@@ -113,7 +113,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) | ApiError::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
+            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Store(StoreError::Refused(_)) => StatusCode::BAD_REQUEST,
@@ -148,7 +148,7 @@ impl ApiError {
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
             ApiError::Busy { .. } => ("rate-limited", "Memory budget spent"),
             ApiError::SlowBody(_) => ("request-timeout", "Request body too slow"),
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
+            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
                 ("unavailable", "Service unavailable")
             }
             ApiError::Store(StoreError::Refused(_)) => ("invalid-request", "Invalid request"),
@@ -167,6 +167,10 @@ impl ApiError {
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 "the interchange was not recorded; retry later".to_owned()
             }
+            ApiError::Store(StoreError::Unconfirmed) => "the synchronous standby did not confirm the commit, so it \
+                is not acknowledged (it may stand on the primary only); retry: the resend is answered as the \
+                database then holds it"
+                .to_owned(),
             ApiError::Store(StoreError::Refused(_)) => {
                 "the database refused a value of this request; nothing was recorded, and a retry cannot succeed".to_owned()
             }
@@ -219,7 +223,9 @@ impl ApiError {
             | ApiError::NotFound
             | ApiError::AlreadyExists(_)
             | ApiError::WrongState(_) => "bad-request",
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => "unavailable",
+            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
+                "unavailable"
+            }
             ApiError::Store(StoreError::Refused(_)) => "bad-request",
             ApiError::Store(_) | ApiError::Internal => "error",
         }
@@ -312,7 +318,9 @@ fn refusal_status(error: &ingest::Error) -> StatusCode {
         ingest::Error::WrongState(_) => StatusCode::CONFLICT,
         ingest::Error::TooLarge(_) | ingest::Error::TooLargeToRecord { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         ingest::Error::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
-        ingest::Error::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        ingest::Error::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         ingest::Error::Store(StoreError::Refused(_)) => StatusCode::BAD_REQUEST,
         ingest::Error::Store(_) | ingest::Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -129,7 +129,7 @@ impl Error {
             Error::WrongState(_) => "bad-request",
             Error::TooLarge(_) | Error::TooLargeToRecord { .. } => "too-large",
             Error::Busy { .. } => "rate-limited",
-            Error::Store(StoreError::Unavailable(_)) => "unavailable",
+            Error::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => "unavailable",
             Error::Store(StoreError::Refused(_)) => "bad-request",
             Error::Store(_) | Error::Internal => "error",
         }

@@ -46,6 +46,7 @@ macro_rules! on_pool {
 
 mod audit;
 mod batch;
+mod confirmed;
 mod console;
 mod decode;
 mod exports;
@@ -73,6 +74,7 @@ use crate::edi::Standard;
 use crate::inbox::resource::{InterchangeSummary, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
+pub use confirmed::CommitNotices;
 pub use console::{ActivityCount, RefusalGroup};
 pub use exports::{Export, FinishedExport};
 use filter::Conditions;
@@ -134,6 +136,13 @@ pub enum StoreError {
     /// The database cannot be reached or is overloaded right now; the client should retry.
     #[error("the database is unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// The commit is on the primary only: its wait for the synchronous standby was cancelled (see
+    /// `confirmed`). Not acknowledged; a retry is answered as the database then holds it.
+    #[error(
+        "the commit was not confirmed by the synchronous standby (it stands on the primary only): retry; \
+         the resend is answered as the database holds it"
+    )]
+    Unconfirmed,
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
     /// PostgreSQL refused a value of the request itself (SQLSTATE class 22, a data exception such
@@ -329,7 +338,25 @@ impl Store {
             Db::Postgres(postgres) => &postgres.queue,
             Db::Sqlite(sqlite) => &sqlite.queue,
         };
-        let outcome = queue.record(Arc::clone(delivery), first.clone()).await?;
+        let outcome = match queue.record(Arc::clone(delivery), first.clone()).await {
+            Err(StoreError::Unconfirmed) => {
+                metrics::counter!("edi_inbox_db_unconfirmed_commits_total").increment(1);
+                tracing::error!(
+                    interchange_id = %delivery.id(),
+                    "a delivery's commit was not confirmed by the synchronous standby: answered 503, not acknowledged"
+                );
+                self.audit(Attempt {
+                    inbox_id: Some(delivery.id()),
+                    key: delivery.key().clone(),
+                    outcome: "unconfirmed",
+                    status: 503,
+                    facts: first.facts.clone(),
+                    at: Utc::now(),
+                });
+                return Err(StoreError::Unconfirmed);
+            }
+            outcome => outcome?,
+        };
         match &outcome {
             Outcome::Recorded { .. } if delivery.status() == Status::Processed => {
                 self.shared.replays.insert(

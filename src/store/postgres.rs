@@ -24,6 +24,7 @@ use super::tables::{
     InboxRow, InvoiceArrays, InvoiceRow, LineArrays, LineRow, OutboxArrays, OutboxRow, Table,
 };
 
+use super::confirmed::watched;
 use super::hosts::Primary;
 use super::{StoreError, StoreOptions, audit};
 use crate::edi::ack;
@@ -224,6 +225,9 @@ struct Claimed {
 async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreError>> {
     let mut claims = match claim(pool, jobs).await {
         Ok(claims) => claims,
+        // Committed on the primary only: none of the batch is acknowledged (claimed again one by
+        // one, each would find its own row and answer it as a replay).
+        Err(StoreError::Unconfirmed) => return jobs.iter().map(|_| Err(StoreError::Unconfirmed)).collect(),
         Err(error) if jobs.len() == 1 => return vec![Err(error)],
         Err(_) => {
             let mut outcomes = Vec::with_capacity(jobs.len());
@@ -244,9 +248,14 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
     outcomes
 }
 
-/// Runs [`CLAIM`] for `jobs`: each claimed or already held key's row, by delivery id.
+/// Runs [`CLAIM`] for `jobs`: each claimed or already held key's row, by delivery id; `Unconfirmed`
+/// when its commit stands on the primary only.
 async fn claim(pool: &PgPool, jobs: &[Job]) -> Result<HashMap<Uuid, Claim>, StoreError> {
-    let rows: Vec<Claimed> = bind_batch(presized(CLAIM.as_str(), jobs), jobs).fetch_all(pool).await?;
+    let (rows, local_only) = watched(bind_batch(presized(CLAIM.as_str(), jobs), jobs).fetch_all(pool)).await;
+    let rows: Vec<Claimed> = rows?;
+    if local_only {
+        return Err(StoreError::Unconfirmed);
+    }
     Ok(rows.into_iter().map(|row| (row.delivery_id, row.claim)).collect())
 }
 
@@ -274,13 +283,16 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
         match decide(current, delivery) {
             Next::Done(outcome) => return Ok(outcome),
             Next::ReplaceRejected { previous_fingerprint } => {
-                let replaced = bind_batch(
+                let replace = bind_batch(
                     presized(REPLACE_REJECTED.as_str(), std::slice::from_ref(job)),
                     std::slice::from_ref(job),
                 )
-                .bind(previous_fingerprint.as_str())
-                .fetch_optional(pool)
-                .await?;
+                .bind(previous_fingerprint.as_str());
+                let (replaced, local_only) = watched(replace.fetch_optional(pool)).await;
+                let replaced = replaced?;
+                if local_only {
+                    return Err(StoreError::Unconfirmed);
+                }
                 if let Some(replaced) = replaced {
                     if replaced.claim.transport_reused {
                         audit::transport_reused(&job.first.facts.transport, delivery.key());

@@ -152,20 +152,19 @@ def main():
 
         url = (f"postgres://postgres@127.0.0.1:{PRIMARY_PORT},127.0.0.1:{STANDBY_PORT}/edi_inbox"
                "?target_session_attrs=read-write")
-        log = open(work / "edi-inbox.log", "w")
-        environment = dict(os.environ, DATABASE_URL=url, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox=info")
-        server = subprocess.Popen([binary, "--bind", "127.0.0.1:0", "--auth", "open", "--rate-limit", "1000000", "serve"],
-                                  stderr=subprocess.PIPE, text=True, env=environment)
-        address = None
-        for line in server.stderr:
-            log.write(line)
-            event = json.loads(line)
-            if event.get("fields", {}).get("message") == "listening":
-                address = event["fields"]["address"]
-                break
+        if mode == "synchronous":
+            # The same primary, as --require-synchronous-standby sees it: ready, one standby streaming.
+            checker, checked = serve(binary, url, work / "edi-inbox-requiring.log", "--require-synchronous-standby")
+            if not checked:
+                raise SystemExit("edi-inbox refused to start with --require-synchronous-standby")
+            readiness = json.loads(urlopen(checked, "/readyz"))
+            checker.terminate()
+            checker.wait(timeout=30)
+            if (readiness.get("synchronous_standby") or {}).get("streaming") != 1:
+                raise SystemExit(f"--require-synchronous-standby does not see the synchronous standby: {readiness}")
+        server, address = serve(binary, url, work / "edi-inbox.log")
         if not address:
             raise SystemExit("edi-inbox did not start")
-        threading.Thread(target=lambda: [log.write(line) for line in server.stderr], daemon=True).start()
 
         senders = Senders(address)
         for thread in senders.threads:
@@ -259,6 +258,26 @@ def main():
                                capture_output=True)
         if passed:  # only once both servers are stopped: a running one would outlive its deleted directory
             shutil.rmtree(work, ignore_errors=True)
+
+
+def serve(binary, url, log_path, *flags):
+    """edi-inbox on `url`, open, its log to `log_path`: (process, address), or (process, None) when it exits."""
+    log = open(log_path, "w")
+    environment = dict(os.environ, DATABASE_URL=url, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox=info")
+    server = subprocess.Popen([binary, "--bind", "127.0.0.1:0", "--auth", "open", "--rate-limit", "1000000", *flags,
+                               "serve"], stderr=subprocess.PIPE, text=True, env=environment)
+    for line in server.stderr:
+        log.write(line)
+        log.flush()
+        try:
+            event = json.loads(line)
+        except ValueError:  # the error it exits with
+            continue
+        if event.get("fields", {}).get("message") == "listening":
+            threading.Thread(target=lambda: [log.write(line) for line in server.stderr], daemon=True).start()
+            return server, event["fields"]["address"]
+    server.wait(timeout=30)
+    return server, None
 
 
 def urlopen(address, path):

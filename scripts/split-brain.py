@@ -28,10 +28,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import failover  # noqa: E402
 from failover import AS_POSTGRES, PG_BIN, ROOT, Senders, as_postgres, free_ports, psql, start, urlopen  # noqa: E402
 
 OLD, NEW, OTHER = (str(port) for port in free_ports(3))
@@ -50,26 +50,11 @@ def cluster(work, name, port):
     return data
 
 
-def serve(binary, work, hosts, log_name):
+def serve(binary, work, hosts, log_name, *flags):
     """edi-inbox on the multi-host URL of `hosts`: (process, address), or (process, None) when it exits."""
     url = ("postgres://postgres@" + ",".join(f"127.0.0.1:{port}" for port in hosts) +
            "/edi_inbox?target_session_attrs=read-write")
-    log = open(work / log_name, "w")
-    environment = dict(os.environ, DATABASE_URL=url, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox=info")
-    server = subprocess.Popen([binary, "--bind", "127.0.0.1:0", "--auth", "open", "--rate-limit", "1000000", "serve"],
-                              stderr=subprocess.PIPE, text=True, env=environment)
-    for line in server.stderr:
-        log.write(line)
-        log.flush()
-        try:
-            event = json.loads(line)
-        except ValueError:  # the error it exits with
-            continue
-        if event.get("fields", {}).get("message") == "listening":
-            threading.Thread(target=lambda: [log.write(line) for line in server.stderr], daemon=True).start()
-            return server, event["fields"]["address"]
-    server.wait(timeout=30)
-    return server, None
+    return failover.serve(binary, url, work / log_name, *flags)
 
 
 def primary_of(address):

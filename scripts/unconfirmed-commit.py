@@ -9,6 +9,8 @@ is posted, its backend found waiting (wait event SyncRep) and cancelled with pg_
 
 Checked: the answer is 503 (never a 2xx), the delivery's audit says `unconfirmed` 503; once the
 standby requirement is lifted, a resend is answered as the database holds it: 200, the same id.
+And a second instance started with --require-synchronous-standby on this primary is not ready,
+naming the standby that does not stream.
 Usage: scripts/unconfirmed-commit.py BINARY
 """
 
@@ -23,7 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from failover import AS_POSTGRES, PG_BIN, Senders, free_ports, interchange, psql  # noqa: E402
+from failover import AS_POSTGRES, PG_BIN, Senders, free_ports, psql, urlopen  # noqa: E402
 from importlib import import_module  # noqa: E402
 
 split_brain = import_module("split-brain")
@@ -48,6 +50,15 @@ def main():
         psql(PORT, "ALTER SYSTEM SET synchronous_standby_names = 'never_connects'")
         psql(PORT, "SELECT pg_reload_conf()")
         time.sleep(0.5)
+        # What --require-synchronous-standby makes of this primary: it starts (the settings are
+        # right), but is not ready while no synchronous standby streams, and says so.
+        checker, checked = split_brain.serve(binary, work, [PORT], "edi-inbox-requiring.log",
+                                             "--require-synchronous-standby")
+        not_ready = json.loads(urlopen(checked, "/readyz")) if checked else {}
+        checker.terminate()
+        checker.wait(timeout=30)
+        if "never_connects" not in not_ready.get("detail", ""):
+            failures.append(f"--require-synchronous-standby is ready without a synchronous standby: {not_ready}")
 
         sender = Senders(address)
         answer = {}
@@ -83,6 +94,7 @@ def main():
             "audit": audited.splitlines(),
             "resend": resent_status,
             "resend_id_is_the_stored_one": resent.get("id") == stored,
+            "requiring_a_synchronous_standby": not_ready.get("detail"),
         }
         print(json.dumps(report))
         if answer.get("status") != 503:

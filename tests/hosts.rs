@@ -22,3 +22,23 @@ async fn the_first_writable_host_of_a_multi_host_url_is_written_to() {
     app.stop().await;
     db.remove().await;
 }
+
+/// `--require-synchronous-standby` on a primary whose commits wait for no standby (the test
+/// server's `synchronous_standby_names` is empty) is refused at start, naming the setting; on
+/// SQLite, which has no standby, too. (`scripts/failover.py synchronous` runs it on a primary with a
+/// streaming synchronous standby, where `/readyz` reports it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_whose_commits_wait_for_no_standby_is_refused_when_one_is_required() {
+    let db = TestDb::create(Backend::Postgres).await;
+    let mut database = database_config(&db.url);
+    database.require_synchronous_standby = true;
+    let Err(error) = edi_inbox::app::open_store(&database).await else {
+        panic!("started on a primary without a synchronous standby");
+    };
+    let error = error.to_string();
+    assert!(error.contains("synchronous_standby_names is empty"), "{error}");
+    database.database_url = "sqlite::memory:".into();
+    let Err(error) = edi_inbox::app::open_store(&database).await else { panic!("started on SQLite") };
+    assert!(error.to_string().contains("needs PostgreSQL"), "{error}");
+    db.remove().await;
+}

@@ -63,6 +63,11 @@ pub struct DatabaseConfig {
     /// this instance apply at once; other replicas see them within this time.
     #[arg(long, env = "EDI_INBOX_PARTNER_CACHE_TTL", default_value_t = 5, global = true)]
     pub partner_cache_ttl: u64,
+    /// PostgreSQL: refuse to start unless the primary's commits wait for a synchronous standby
+    /// (`synchronous_standby_names` set, `synchronous_commit` on, remote_write or remote_apply), and
+    /// answer `/readyz` 503 while no synchronous standby streams.
+    #[arg(long, env = "EDI_INBOX_REQUIRE_SYNCHRONOUS_STANDBY", global = true)]
+    pub require_synchronous_standby: bool,
 }
 
 impl DatabaseConfig {
@@ -72,6 +77,7 @@ impl DatabaseConfig {
             acquire_timeout: Duration::from_secs(self.db_timeout),
             replay_cache_bytes: self.replay_cache_bytes,
             partner_cache_ttl: Duration::from_secs(self.partner_cache_ttl),
+            require_synchronous_standby: self.require_synchronous_standby,
         }
     }
 

@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, auth};
-use crate::store::{OutboxStats, StoreError};
+use crate::store::{OutboxStats, StoreError, Synchronous};
 
 /// Liveness: the process serves HTTP.
 #[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses((status = 200, description = "Alive", body = String)))]
@@ -32,6 +32,31 @@ pub struct Readiness {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "db2.internal:5432")]
     pub primary: Option<String>,
+    /// Only with `--require-synchronous-standby`, in open mode or with the admin token: the
+    /// primary's synchronous replication (the instance is not ready without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synchronous_standby: Option<SynchronousStandby>,
+}
+
+/// What the primary says of its synchronous replication.
+#[derive(Serialize, ToSchema)]
+pub struct SynchronousStandby {
+    /// `synchronous_standby_names`.
+    #[schema(example = "ANY 1 (standby1, standby2)")]
+    pub standby_names: String,
+    /// `synchronous_commit` of this service's sessions: `on`, `remote_write` or `remote_apply`.
+    #[schema(example = "on")]
+    pub synchronous_commit: String,
+    /// Standbys streaming as synchronous (`sync` or `quorum`) now.
+    #[schema(example = 1)]
+    pub streaming: i64,
+}
+
+impl From<Synchronous> for SynchronousStandby {
+    fn from(state: Synchronous) -> SynchronousStandby {
+        let Synchronous { standby_names, synchronous_commit, streaming } = state;
+        SynchronousStandby { standby_names, synchronous_commit, streaming }
+    }
 }
 
 /// The outbox messages not delivered yet.
@@ -77,11 +102,24 @@ pub async fn readyz(State(ctx): State<ApiContext>, parts: Parts) -> Result<Json<
         Ok(false) => return Err(unavailable(StoreError::Corrupt("migrations are not applied".into()))),
         Err(error) => return Err(unavailable(error)),
     }
-    let (outbox, primary) = match auth::is_operator(&ctx, &parts) {
-        true => (Some(ctx.store.outbox_stats().await.map_err(unavailable)?.into()), ctx.store.primary_host()),
-        false => (None, None),
+    let operator = auth::is_operator(&ctx, &parts);
+    let synchronous = ctx.store.synchronous().await.map_err(unavailable)?;
+    if let Some(why) = synchronous.as_ref().and_then(Synchronous::shortfall) {
+        tracing::warn!("not ready: {why}");
+        return Err(ApiError::NotReady(match operator {
+            true => format!("--require-synchronous-standby: {why}"),
+            false => "not ready".to_owned(),
+        }));
+    }
+    let (outbox, primary, synchronous_standby) = match operator {
+        true => (
+            Some(ctx.store.outbox_stats().await.map_err(unavailable)?.into()),
+            ctx.store.primary_host(),
+            synchronous.map(SynchronousStandby::from),
+        ),
+        false => (None, None, None),
     };
-    Ok(Json(Readiness { status: "ready", outbox, primary }))
+    Ok(Json(Readiness { status: "ready", outbox, primary, synchronous_standby }))
 }
 
 /// The probes.

@@ -76,6 +76,9 @@ pub enum ApiError {
     SlowBody(u64),
     #[error("request timed out")]
     Timeout,
+    /// The instance is not ready to take deliveries, and why (told to operators only).
+    #[error("{0}")]
+    NotReady(String),
     /// An AS2 message that could not be opened (answered with an error MDN when one is asked).
     #[error(transparent)]
     As2(#[from] As2Failure),
@@ -113,7 +116,9 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) | ApiError::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
+            ApiError::Timeout
+            | ApiError::NotReady(_)
+            | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Store(StoreError::Refused(_)) => StatusCode::BAD_REQUEST,
@@ -148,7 +153,9 @@ impl ApiError {
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
             ApiError::Busy { .. } => ("rate-limited", "Memory budget spent"),
             ApiError::SlowBody(_) => ("request-timeout", "Request body too slow"),
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
+            ApiError::Timeout
+            | ApiError::NotReady(_)
+            | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
                 ("unavailable", "Service unavailable")
             }
             ApiError::Store(StoreError::Refused(_)) => ("invalid-request", "Invalid request"),
@@ -167,6 +174,7 @@ impl ApiError {
             ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_)) => {
                 "the interchange was not recorded; retry later".to_owned()
             }
+            ApiError::NotReady(why) => why.clone(),
             ApiError::Store(StoreError::Unconfirmed) => "the synchronous standby did not confirm the commit, so it \
                 is not acknowledged (it may stand on the primary only); retry: the resend is answered as the \
                 database then holds it"
@@ -223,9 +231,9 @@ impl ApiError {
             | ApiError::NotFound
             | ApiError::AlreadyExists(_)
             | ApiError::WrongState(_) => "bad-request",
-            ApiError::Timeout | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
-                "unavailable"
-            }
+            ApiError::Timeout
+            | ApiError::NotReady(_)
+            | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => "unavailable",
             ApiError::Store(StoreError::Refused(_)) => "bad-request",
             ApiError::Store(_) | ApiError::Internal => "error",
         }

@@ -49,6 +49,7 @@ mod batch;
 mod confirmed;
 mod console;
 mod decode;
+mod durability;
 mod exports;
 mod filter;
 mod hosts;
@@ -76,6 +77,7 @@ use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use audit::{Attempt, AttemptFacts};
 pub use confirmed::CommitNotices;
 pub use console::{ActivityCount, RefusalGroup};
+pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
 use filter::Conditions;
 pub use invoices::InvoiceFilter;
@@ -210,6 +212,9 @@ pub struct StoreOptions {
     /// How long the in-memory partner directory is used before it is read again (changes made
     /// through this instance apply at once).
     pub partner_cache_ttl: Duration,
+    /// PostgreSQL only: refuse to start on a primary whose settings do not make commits wait for a
+    /// synchronous standby, and be not ready while none streams (`durability`).
+    pub require_synchronous_standby: bool,
 }
 
 /// A stored interchange row, as `GET /v1/interchanges/{id}` needs it.
@@ -258,6 +263,11 @@ impl Store {
         let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Db::Postgres(postgres::Postgres::connect(url, options).await?)
         } else if url.starts_with("sqlite:") {
+            if options.require_synchronous_standby {
+                return Err(StoreError::Unavailable(sqlx::Error::Configuration(
+                    "--require-synchronous-standby needs PostgreSQL: SQLite has no standby".into(),
+                )));
+            }
             Db::Sqlite(sqlite::Sqlite::connect(url, options).await?)
         } else {
             return Err(StoreError::UnsupportedUrl(redacted(url)));
@@ -287,6 +297,17 @@ impl Store {
     }
 
     /// `host:port` of the PostgreSQL server written to (none on SQLite).
+    /// With `--require-synchronous-standby`, what the primary says of its synchronous replication
+    /// (one round trip); otherwise none.
+    pub async fn synchronous(&self) -> Result<Option<Synchronous>, StoreError> {
+        match &self.db {
+            Db::Postgres(postgres) if postgres.require_synchronous_standby => {
+                Ok(Some(durability::synchronous(&postgres.primary.pool()).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
     pub fn primary_host(&self) -> Option<String> {
         match &self.db {
             Db::Postgres(postgres) => Some(postgres.primary.hosts().current().to_owned()),
@@ -489,6 +510,7 @@ mod tests {
             acquire_timeout: Duration::from_secs(1),
             replay_cache_bytes: 0,
             partner_cache_ttl: Duration::from_secs(1),
+            require_synchronous_standby: false,
         };
         let Err(error) = Store::connect("mysql://app:s3cr3t@db.example/inbox", &options).await else {
             panic!("mysql is not supported");

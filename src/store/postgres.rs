@@ -25,6 +25,7 @@ use super::tables::{
 };
 
 use super::confirmed::watched;
+use super::durability::synchronous;
 use super::hosts::Primary;
 use super::{StoreError, StoreOptions, audit};
 use crate::edi::ack;
@@ -35,11 +36,24 @@ use crate::inbox::{Claim, Next, Outcome, decide};
 pub(super) struct Postgres {
     pub(super) primary: Arc<Primary>,
     pub(super) queue: batch::Queue,
+    pub(super) require_synchronous_standby: bool,
 }
 
 impl Postgres {
     pub(super) async fn connect(url: &str, options: &StoreOptions) -> Result<Postgres, StoreError> {
         let primary = Primary::connect(url, options).await?;
+        if options.require_synchronous_standby {
+            let synchronous = synchronous(&primary.pool()).await?;
+            if let Some(wrong) = synchronous.misconfigured() {
+                return Err(StoreError::Unavailable(sqlx::Error::Configuration(
+                    format!("--require-synchronous-standby: on {}, {wrong}", primary.hosts().current())
+                        .into(),
+                )));
+            }
+            if let Some(away) = synchronous.shortfall() {
+                tracing::warn!(host = primary.hosts().current(), "{away}; not ready until one does");
+            }
+        }
         // A few batches in flight at once keep the pool busy without one writer's latency bounding
         // everyone's throughput.
         let writers = usize::try_from(options.max_connections / 8).unwrap_or(1).max(1);
@@ -61,7 +75,7 @@ impl Postgres {
                 }
             }
         });
-        Ok(Postgres { primary, queue })
+        Ok(Postgres { primary, queue, require_synchronous_standby: options.require_synchronous_standby })
     }
 }
 

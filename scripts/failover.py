@@ -249,15 +249,22 @@ def main():
         passed = True
         return 0
     finally:
-        if server:
+        clean_up([server], [primary, standby], work, passed)
+
+
+def clean_up(servers, clusters, work, passed):
+    """Stops the edi-inbox processes and the clusters; removes `work` when the run passed (only once the
+    clusters are stopped: a running one would outlive its deleted directory), else keeps it for its logs."""
+    for server in servers:
+        if server and server.poll() is None:
             server.terminate()
             server.wait(timeout=30)
-        for cluster in (primary, standby):
-            if (cluster / "postmaster.pid").exists():
-                subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(cluster), "stop", "-m", "immediate"],
-                               capture_output=True)
-        if passed:  # only once both servers are stopped: a running one would outlive its deleted directory
-            shutil.rmtree(work, ignore_errors=True)
+    for cluster in clusters:
+        if (cluster / "postmaster.pid").exists():
+            subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(cluster), "stop", "-m", "immediate"],
+                           capture_output=True)
+    if passed:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def serve(binary, url, log_path, *flags):

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import failover  # noqa: E402
-from failover import AS_POSTGRES, PG_BIN, ROOT, Senders, as_postgres, free_ports, psql, start, urlopen  # noqa: E402
+from failover import PG_BIN, ROOT, Senders, as_postgres, free_ports, psql, start, urlopen  # noqa: E402
 
 OLD, NEW, OTHER = (str(port) for port in free_ports(3))
 COUNT = "SELECT count(*) FROM inbox"
@@ -191,16 +191,7 @@ def main():
         passed = True
         return 0
     finally:
-        for server in servers:
-            if server.poll() is None:
-                server.terminate()
-                server.wait(timeout=30)
-        for data in (old, new, work / "other"):
-            if (data / "postmaster.pid").exists():
-                subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(data), "stop", "-m", "immediate"],
-                               capture_output=True)
-        if passed:
-            shutil.rmtree(work, ignore_errors=True)
+        failover.clean_up(servers, [old, new, work / "other"], work, passed)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,14 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from failover import AS_POSTGRES, PG_BIN, Senders, free_ports, psql, urlopen  # noqa: E402
+import failover  # noqa: E402
+from failover import Senders, free_ports, psql, urlopen  # noqa: E402
 from importlib import import_module  # noqa: E402
 
 split_brain = import_module("split-brain")
@@ -110,14 +110,7 @@ def main():
         passed = True
         return 0
     finally:
-        if server and server.poll() is None:
-            server.terminate()
-            server.wait(timeout=30)
-        if (data / "postmaster.pid").exists():
-            subprocess.run(AS_POSTGRES + [str(PG_BIN / "pg_ctl"), "-D", str(data), "stop", "-m", "immediate"],
-                           capture_output=True)
-        if passed:
-            shutil.rmtree(work, ignore_errors=True)
+        failover.clean_up([server], [data], work, passed)
 
 
 if __name__ == "__main__":

@@ -233,8 +233,10 @@ async fn probe(options: PgConnectOptions, target: TargetSession) -> Option<Stand
     tokio::time::timeout(PROBE_TIMEOUT, ask).await.ok()?.ok()?
 }
 
-/// A host's standing when it suits `target`: three round trips (none for `any`): whether it suits, its timeline, and its cluster (asked apart, so that a role not granted `pg_control_system()` still gets the other two). The timeline is
-/// the first eight hex digits of the current WAL file's name, which a promotion changes at once.
+/// A host's standing when it suits `target`: three round trips (none for `any`): whether it suits,
+/// its timeline, and its cluster (asked apart, so that a role not granted `pg_control_system()`
+/// still gets the other two). The timeline is the first eight hex digits of the current WAL file's
+/// name, which a promotion changes at once.
 async fn standing(
     target: TargetSession,
     connection: &mut PgConnection,

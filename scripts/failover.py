@@ -19,6 +19,7 @@ The synchronous run must lose nothing; the asynchronous run must show the loss i
 Run by .ci/run for both. Usage: scripts/failover.py BINARY synchronous|asynchronous
 """
 
+import collections
 import concurrent.futures
 import glob
 import http.client
@@ -77,14 +78,17 @@ def interchange(control):
 
 
 class Senders:
-    """Threads posting distinct interchanges, each retried until a 2xx; every 2xx's id and time kept."""
+    """Threads posting distinct interchanges, each retried until a 2xx; every 2xx's id and time kept,
+    every other answer counted by status (None: no answer), and the control numbers awaiting one."""
 
-    def __init__(self, address):
+    def __init__(self, address, first_control=700_000_000):
         self.host, self.port = address.rsplit(":", 1)
         self.acknowledged = {}  # control number -> (id, time of the 2xx)
+        self.refusals = collections.Counter()
+        self.in_flight = set()
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.next_control = 700_000_000
+        self.next_control = first_control
         self.threads = [threading.Thread(target=self.send_until_stopped, daemon=True) for _ in range(SENDERS)]
 
     def post(self, control):
@@ -105,11 +109,15 @@ class Senders:
                 control, self.next_control = self.next_control, self.next_control + 1
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
+                with self.lock:
+                    self.in_flight.add(control)
                 status, body = self.post(control)
-                if status in (200, 201):
-                    with self.lock:
+                with self.lock:
+                    self.in_flight.discard(control)
+                    if status in (200, 201):
                         self.acknowledged[control] = (body["id"], time.monotonic())
-                    break
+                        break
+                    self.refusals[status] += 1
                 time.sleep(0.05)
             else:
                 raise SystemExit(f"interchange {control} got no 2xx in 120 s")

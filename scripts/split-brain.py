@@ -13,7 +13,10 @@ URL order. Then, under load from eight senders that retry until a 2xx:
    writes wait or get 503, never go to the zombie;
 3. edi-inbox is restarted while both are up: it writes to the new primary again;
 4. a host of another cluster next to the new primary (both writable, which one is the primary
-   cannot be told): edi-inbox refuses to start and names both.
+   cannot be told): edi-inbox refuses to start and names both;
+5. the new primary stopped, only the zombie answers: edi-inbox restarted with the --timeline-file
+   its earlier runs kept refuses to start, naming the zombie as an old primary (started without
+   the file, it would write to the zombie: checked too, so that the check can fail).
 
 Checked: the zombie holds exactly what was booked before the promotion (nothing acknowledged after
 it is there), every acknowledged interchange is on the new primary with the id it was answered with,
@@ -50,11 +53,13 @@ def cluster(work, name, port):
     return data
 
 
-def serve(binary, work, hosts, log_name, *flags):
-    """edi-inbox on the multi-host URL of `hosts`: (process, address), or (process, None) when it exits."""
+def serve(binary, work, hosts, log_name, *flags, remembering=True):
+    """edi-inbox on the multi-host URL of `hosts`, remembering the timeline written to in `work`
+    unless told not to: (process, address), or (process, None) when it exits."""
     url = ("postgres://postgres@" + ",".join(f"127.0.0.1:{port}" for port in hosts) +
            "/edi_inbox?target_session_attrs=read-write")
-    return failover.serve(binary, url, work / log_name, *flags)
+    remembered = ("--timeline-file", str(work / "timeline")) if remembering else ()
+    return failover.serve(binary, url, work / log_name, *remembered, *flags)
 
 
 def primary_of(address):
@@ -168,6 +173,19 @@ def main():
         stored = dict(line.split("|") for line in psql(NEW, "SELECT message_id, id FROM inbox", "edi_inbox").splitlines())
         lost = [c for c, (id_, _) in acknowledged.items() if stored.get(f"{c:09}") != id_]
         replays = [senders.post(c)[0] for c in list(acknowledged)[:200]]
+
+        # Only the zombie answers: a restart remembers the newer timeline and refuses it.
+        as_postgres(PG_BIN / "pg_ctl", "-D", new, "-m", "fast", "-w", "stop")
+        remembering, remembering_address = serve(binary, work, [OLD, NEW], "edi-inbox-4.log")
+        servers.append(remembering)
+        if remembering_address:
+            failures.append("edi-inbox restarted with its timeline file started on the zombie alone")
+        elif f"127.0.0.1:{OLD} is on a timeline older" not in (work / "edi-inbox-4.log").read_text():
+            failures.append("the refusal to start on the zombie alone does not name it as an old primary")
+        forgetting, forgetting_address = serve(binary, work, [OLD, NEW], "edi-inbox-5.log", remembering=False)
+        servers.append(forgetting)
+        if not forgetting_address or primary_of(forgetting_address) != f"127.0.0.1:{OLD}":
+            failures.append("without its timeline file edi-inbox did not take the zombie: the check above cannot fail")
         report = {
             "acknowledged_before_the_promotion": len(acknowledged_before),
             "acknowledged_after_it": acknowledged_after,
@@ -187,7 +205,8 @@ def main():
         if failures:
             print("split brain: FAILED: " + "; ".join(failures) + f" (logs in {work})", file=sys.stderr)
             return 1
-        print("split brain: nothing booked on the zombie, nothing acknowledged lost, two clusters refused")
+        print("split brain: nothing booked on the zombie, nothing acknowledged lost, two clusters refused, "
+              "the zombie alone refused after a restart")
         passed = True
         return 0
     finally:

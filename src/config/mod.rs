@@ -68,6 +68,11 @@ pub struct DatabaseConfig {
     /// answer `/readyz` 503 while no synchronous standby streams.
     #[arg(long, env = "EDI_INBOX_REQUIRE_SYNCHRONOUS_STANDBY", global = true)]
     pub require_synchronous_standby: bool,
+    /// PostgreSQL with several hosts: a file in which the cluster and timeline last written to are
+    /// kept across restarts, so that a restart that finds only an old primary (an older timeline of
+    /// the same cluster) refuses to write to it. Unset: remembered only while the process runs.
+    #[arg(long, env = "EDI_INBOX_TIMELINE_FILE", global = true)]
+    pub timeline_file: Option<std::path::PathBuf>,
 }
 
 impl DatabaseConfig {
@@ -78,6 +83,7 @@ impl DatabaseConfig {
             replay_cache_bytes: self.replay_cache_bytes,
             partner_cache_ttl: Duration::from_secs(self.partner_cache_ttl),
             require_synchronous_standby: self.require_synchronous_standby,
+            timeline_file: self.timeline_file.clone(),
         }
     }
 

@@ -9,18 +9,20 @@
 //! Never a stale primary: an old primary that comes back writable after its standby was promoted
 //! (a zombie, without an HA manager to fence it) is on an older timeline of the same cluster. Of
 //! several writable hosts the one on the highest timeline is written to; a host on a timeline older
-//! than one this process has written to is never chosen again; and when which is the primary cannot
-//! be told (equal or unknown timelines, different clusters) writes are refused (503, not ready)
-//! rather than split between two databases.
+//! than one written to (by this process, or before a restart with `--timeline-file`: `written`) is
+//! never chosen again; and when which is the primary cannot be told (equal or unknown timelines,
+//! different clusters) writes are refused (503, not ready) rather than split between two databases.
 
+use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
+use super::written::{Written, WrittenMemory};
 use super::{StoreError, StoreOptions};
 
 text_enum! {
@@ -40,12 +42,12 @@ const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// How long asking one host may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The hosts of a URL, the target, which host the pool is on, and the highest timeline written to.
+/// The hosts of a URL, the target, which host the pool is on, and the timeline last written to.
 pub struct Hosts {
     candidates: Vec<(String, PgConnectOptions)>,
     target: TargetSession,
     current: AtomicUsize,
-    timeline: AtomicU32,
+    written: WrittenMemory,
     /// The last split brain reported (the writable hosts and their standings), so that it is
     /// logged once when it starts, not every second.
     reported: Mutex<String>,
@@ -67,19 +69,27 @@ enum Choice {
     NoneSuits,
     /// Several suit and which one is the primary cannot be told: refuse writes rather than choose.
     Ambiguous(Vec<usize>),
+    /// Only hosts on a timeline older than one written to suit: old primaries.
+    OnlyOlder(Vec<usize>),
 }
 
 /// Of the hosts that suit (`Some`), the one to write to: the only one; else the one on the highest
-/// timeline, when every timeline is known and all are one cluster. A host on a timeline older than
-/// `seen` (the highest written to) is stale and never chosen.
-fn choose(standings: &[Option<Standing>], seen: u32) -> Choice {
-    let fresh: Vec<(usize, Standing)> = standings
-        .iter()
-        .enumerate()
-        .filter_map(|(index, standing)| Some((index, (*standing)?)))
-        .filter(|(_, standing)| standing.timeline.is_none_or(|timeline| timeline >= seen))
-        .collect();
-    let [(first, first_standing), rest @ ..] = fresh.as_slice() else { return Choice::NoneSuits };
+/// timeline, when every timeline is known and all are one cluster. A host that `written` (the
+/// cluster and timeline last written to) outdates is an old primary and never chosen.
+fn choose(standings: &[Option<Standing>], written: Option<Written>) -> Choice {
+    type Asked = Vec<(usize, Standing)>;
+    let (older, fresh): (Asked, Asked) =
+        standings.iter().enumerate().filter_map(|(index, standing)| Some((index, (*standing)?))).partition(
+            |(_, standing)| {
+                written.is_some_and(|written| written.outdates(standing.system, standing.timeline))
+            },
+        );
+    let [(first, first_standing), rest @ ..] = fresh.as_slice() else {
+        return match older.is_empty() {
+            true => Choice::NoneSuits,
+            false => Choice::OnlyOlder(older.iter().map(|(index, _)| *index).collect()),
+        };
+    };
     if rest.is_empty() {
         return Choice::Host(*first);
     }
@@ -100,7 +110,7 @@ fn choose(standings: &[Option<Standing>], seen: u32) -> Choice {
 impl Hosts {
     /// Reads a `postgres://` URL with one host or several (`h1:p1,h2:p2`); `target_session_attrs`
     /// is `read-write` by default when there are several, `any` for one.
-    pub fn parse(url: &str) -> Result<Hosts, StoreError> {
+    pub fn parse(url: &str, timeline_file: Option<PathBuf>) -> Result<Hosts, StoreError> {
         let unsupported = || StoreError::UnsupportedUrl(super::redacted(url));
         let (scheme, rest) = url.split_once("://").ok_or_else(unsupported)?;
         let (authority, tail) = rest.find(['/', '?']).map_or((rest, ""), |at| rest.split_at(at));
@@ -141,7 +151,7 @@ impl Hosts {
             candidates,
             target,
             current: AtomicUsize::new(0),
-            timeline: AtomicU32::new(0),
+            written: WrittenMemory::load(timeline_file)?,
             reported: Mutex::default(),
         })
     }
@@ -173,18 +183,42 @@ impl Hosts {
         if self.target == TargetSession::Any {
             return standings.iter().position(Option::is_some).map_or(Choice::NoneSuits, Choice::Host);
         }
-        let seen = self.timeline.load(Ordering::Relaxed);
-        let choice = choose(&standings, seen);
-        self.report(&standings, seen, &choice);
+        let written = self.written.get();
+        let choice = choose(&standings, written);
+        self.report(&standings, written, &choice);
         if let Choice::Host(index) = choice
-            && let Some(Some(Standing { timeline: Some(timeline), .. })) = standings.get(index)
+            && let Some(Some(Standing { system, timeline: Some(timeline) })) = standings.get(index)
         {
-            self.timeline.fetch_max(*timeline, Ordering::Relaxed);
+            self.written.remember(Written { system: *system, timeline: *timeline });
         }
         choice
     }
 
-    fn report(&self, standings: &[Option<Standing>], seen: u32, choice: &Choice) {
+    /// Why no host of `url` is written to, naming them.
+    fn refusal(&self, choice: &Choice, url: &str) -> String {
+        let named = |indexes: &[usize]| {
+            indexes.iter().map(|index| self.candidates[*index].0.as_str()).collect::<Vec<_>>().join(" and ")
+        };
+        match choice {
+            Choice::Host(index) => format!("{} is written to", self.candidates[*index].0),
+            Choice::NoneSuits => {
+                format!("none of the hosts of {} is {}", super::redacted(url), self.target.as_str())
+            }
+            Choice::Ambiguous(several) => format!(
+                "{} are all writable and which one is the primary cannot be told (equal or unknown \
+                 timelines, or different clusters): fence the old primary",
+                named(several)
+            ),
+            Choice::OnlyOlder(older) => format!(
+                "{} is on a timeline older than the one last written to ({}): an old primary; \
+                 fence it and make the new primary reachable",
+                named(older),
+                self.written.get().map_or(0, |written| written.timeline)
+            ),
+        }
+    }
+
+    fn report(&self, standings: &[Option<Standing>], written: Option<Written>, choice: &Choice) {
         let writable: Vec<String> = standings
             .iter()
             .zip(&self.candidates)
@@ -212,7 +246,7 @@ impl Hosts {
                 ),
                 _ => tracing::error!(
                     hosts,
-                    highest_timeline_written_to = seen,
+                    timeline_written_to = written.map(|written| written.timeline),
                     "split brain: several PostgreSQL hosts are writable and which one is the primary \
                      cannot be told; writes are refused until only one is"
                 ),
@@ -273,27 +307,24 @@ pub struct Primary {
 impl Primary {
     /// Connects to the first suitable host of `url`.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Arc<Primary>, StoreError> {
-        let hosts = Hosts::parse(url)?;
+        let hosts = Hosts::parse(url, options.timeline_file.clone())?;
         let index = match hosts.candidates.len() {
             1 => 0,
-            _ => match hosts.find().await {
-                Choice::Host(index) => index,
-                Choice::NoneSuits => {
-                    return Err(StoreError::Unavailable(sqlx::Error::Protocol(format!(
-                        "none of the hosts of {} is {}",
-                        super::redacted(url),
-                        hosts.target.as_str()
-                    ))));
+            _ => {
+                if options.timeline_file.is_none() {
+                    tracing::warn!(
+                        "the timeline written to is remembered only while this process runs: set \
+                         --timeline-file so that a restart that finds only an old primary refuses it"
+                    );
                 }
-                Choice::Ambiguous(several) => {
-                    let named: Vec<&str> = several.iter().map(|i| hosts.candidates[*i].0.as_str()).collect();
-                    return Err(StoreError::Unavailable(sqlx::Error::Protocol(format!(
-                        "{} are all writable and which one is the primary cannot be told (equal or \
-                         unknown timelines, or different clusters): fence the old primary",
-                        named.join(" and ")
-                    ))));
+                match hosts.find().await {
+                    Choice::Host(index) => index,
+                    refused => {
+                        let why = hosts.refusal(&refused, url);
+                        return Err(StoreError::Unavailable(sqlx::Error::Protocol(why)));
+                    }
                 }
-            },
+            }
         };
         hosts.current.store(index, Ordering::Relaxed);
         let pool = pool_on(&hosts, index, options).await?;
@@ -353,6 +384,7 @@ impl Primary {
                 let Choice::Host(found) = choice else {
                     tracing::warn!(
                         host = primary.hosts.current(),
+                        why = primary.hosts.refusal(&choice, ""),
                         "no PostgreSQL host is to be written to now"
                     );
                     continue;
@@ -437,23 +469,27 @@ mod tests {
     #[test]
     fn of_several_writable_hosts_only_the_newest_timeline_of_one_cluster_is_written_to() {
         // The zombie first in URL order: the promoted standby (timeline 2) is chosen.
-        assert_eq!(choose(&[on(7, 1), on(7, 2)], 0), Choice::Host(1));
-        assert_eq!(choose(&[None, on(7, 2)], 0), Choice::Host(1));
-        // Once timeline 2 was written to, the zombie alone is stale: nothing is written.
-        assert_eq!(choose(&[on(7, 1), None], 2), Choice::NoneSuits);
-        assert_eq!(choose(&[on(7, 2), None], 2), Choice::Host(0));
+        assert_eq!(choose(&[on(7, 1), on(7, 2)], None), Choice::Host(1));
+        assert_eq!(choose(&[None, on(7, 2)], None), Choice::Host(1));
+        // Once timeline 2 was written to, the zombie alone is an old primary: nothing is written.
+        let two = Some(Written { system: Some(7), timeline: 2 });
+        assert_eq!(choose(&[on(7, 1), None], two), Choice::OnlyOlder(vec![0]));
+        assert_eq!(choose(&[on(7, 2), None], two), Choice::Host(0));
+        // Another cluster is not outdated by this one's timeline.
+        assert_eq!(choose(&[on(8, 1), None], two), Choice::Host(0));
         // Which is the primary cannot be told: refuse rather than choose.
-        assert_eq!(choose(&[on(7, 2), on(7, 2)], 0), Choice::Ambiguous(vec![0, 1]));
-        assert_eq!(choose(&[on(7, 1), on(8, 2)], 0), Choice::Ambiguous(vec![0, 1]));
+        assert_eq!(choose(&[on(7, 2), on(7, 2)], None), Choice::Ambiguous(vec![0, 1]));
+        assert_eq!(choose(&[on(7, 1), on(8, 2)], None), Choice::Ambiguous(vec![0, 1]));
         let unknown = Some(Standing { system: Some(7), timeline: None });
-        assert_eq!(choose(&[on(7, 1), unknown], 0), Choice::Ambiguous(vec![0, 1]));
-        assert_eq!(choose(&[None, None], 0), Choice::NoneSuits);
+        assert_eq!(choose(&[on(7, 1), unknown], None), Choice::Ambiguous(vec![0, 1]));
+        assert_eq!(choose(&[None, None], None), Choice::NoneSuits);
     }
 
     #[test]
     fn libpq_multi_host_urls_are_read() {
         let hosts = Hosts::parse(
             "postgres://edi:secret@db1:5432,db2:5433/inbox?sslmode=disable&target_session_attrs=primary",
+            None,
         )
         .unwrap();
         let names: Vec<&str> = hosts.candidates.iter().map(|(name, _)| name.as_str()).collect();
@@ -461,10 +497,13 @@ mod tests {
         assert_eq!(hosts.target, TargetSession::Primary);
         assert_eq!(hosts.candidates[1].1.get_database(), Some("inbox"));
         assert_eq!(hosts.candidates[1].1.get_username(), "edi");
-        assert_eq!(Hosts::parse("postgres://a,b/db").unwrap().target, TargetSession::ReadWrite);
-        assert_eq!(Hosts::parse("postgres://postgres@127.0.0.1/db").unwrap().target, TargetSession::Any);
+        assert_eq!(Hosts::parse("postgres://a,b/db", None).unwrap().target, TargetSession::ReadWrite);
+        assert_eq!(
+            Hosts::parse("postgres://postgres@127.0.0.1/db", None).unwrap().target,
+            TargetSession::Any
+        );
         let refused =
-            Hosts::parse("postgres://u:pw@a,b/db?target_session_attrs=prefer-standby").err().unwrap();
+            Hosts::parse("postgres://u:pw@a,b/db?target_session_attrs=prefer-standby", None).err().unwrap();
         assert!(
             refused.to_string().contains("prefer-standby") && !refused.to_string().contains("pw"),
             "{refused}"

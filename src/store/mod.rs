@@ -64,6 +64,7 @@ mod rows;
 mod sns;
 mod sqlite;
 mod tables;
+mod written;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,6 +158,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("unsupported database URL {0:?}: use postgres://… or sqlite://…")]
     UnsupportedUrl(String),
+    /// `--timeline-file` cannot be read: it may be all that tells an old primary from the new one.
+    #[error("the timeline file cannot be used: {0}")]
+    TimelineFile(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -215,6 +219,9 @@ pub struct StoreOptions {
     /// PostgreSQL only: refuse to start on a primary whose settings do not make commits wait for a
     /// synchronous standby, and be not ready while none streams (`durability`).
     pub require_synchronous_standby: bool,
+    /// PostgreSQL with several hosts: the file in which the cluster and timeline last written to
+    /// are remembered across restarts (`written`); unset, only while the process runs.
+    pub timeline_file: Option<std::path::PathBuf>,
 }
 
 /// A stored interchange row, as `GET /v1/interchanges/{id}` needs it.
@@ -511,6 +518,7 @@ mod tests {
             replay_cache_bytes: 0,
             partner_cache_ttl: Duration::from_secs(1),
             require_synchronous_standby: false,
+            timeline_file: None,
         };
         let Err(error) = Store::connect("mysql://app:s3cr3t@db.example/inbox", &options).await else {
             panic!("mysql is not supported");

@@ -183,6 +183,8 @@ def main():
         with senders.lock:
             before_the_pause = len(senders.acknowledged)
         time.sleep(1.5)
+        with senders.lock:
+            in_flight = len(senders.in_flight)
         as_postgres(PG_BIN / "pg_ctl", "-D", primary, "stop", "-m", "immediate")
         lost_primary_at = time.monotonic()
         with senders.lock:
@@ -227,6 +229,8 @@ def main():
             "acknowledged": len(acknowledged),
             "acknowledged_before_the_loss": before,
             "acknowledged_while_the_standby_was_paused": before - before_the_pause,
+            "in_flight_at_the_loss": in_flight,
+            "answers_other_than_2xx": {str(status): count for status, count in senders.refusals.items()},
             "lost": len(lost),
             "duplicated": int(duplicated) + int(keys),
             "resends_not_answered_with_their_id": len(replayed_elsewhere),
@@ -243,8 +247,8 @@ def main():
             failures.append("the service did not carry on on the new primary")
         if mode == "synchronous" and lost:
             failures.append(f"{len(lost)} acknowledged interchanges lost with a synchronous standby: {lost[:10]}")
-        if before_the_pause == 0:
-            failures.append("nothing was acknowledged before the fault")
+        if before_the_pause == 0 or in_flight == 0:
+            failures.append("nothing was acknowledged before the fault, or nothing was in flight at it")
         if mode == "asynchronous" and before == before_the_pause:
             failures.append("nothing was acknowledged while the standby was paused: the asynchronous fault did not happen")
         if mode == "asynchronous" and not lost:

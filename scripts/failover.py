@@ -264,6 +264,15 @@ def main():
         clean_up([server], [primary, standby], work, passed)
 
 
+def verdict(name, failures, work, success):
+    """Prints the failures (and where the logs are) or `success`: the run's exit code."""
+    if failures:
+        print(f"{name}: FAILED: " + "; ".join(failures) + f" (logs in {work})", file=sys.stderr)
+        return 1
+    print(f"{name}: {success}")
+    return 0
+
+
 def clean_up(servers, clusters, work, passed):
     """Stops the edi-inbox processes and the clusters; removes `work` when the run passed (only once the
     clusters are stopped: a running one would outlive its deleted directory), else keeps it for its logs."""

@@ -378,21 +378,13 @@ def main():
         report["readiness_a"] = json.loads(urlopen(address_a, "/readyz") or "{}")
         report.update(check(cluster, load, addresses, failures))
         print(json.dumps(report, indent=2))
-        if failures:
-            print("patroni: FAILED: " + "; ".join(failures) + f" (logs in {work})", file=sys.stderr)
-            return 1
-        print("patroni: under Patroni, through a multi-host URL and HAProxy, nothing acknowledged was lost "
-              "and nothing booked twice")
-        passed = True
-        return 0
+        code = failover.verdict("patroni", failures, work, "under Patroni, through a multi-host URL and HAProxy, "
+                                "nothing acknowledged was lost and nothing booked twice")
+        passed = code == 0
+        return code
     finally:
-        for server in servers:
-            if server.poll() is None:
-                server.terminate()
-                server.wait(timeout=30)
         cluster.stop()
-        if passed:
-            shutil.rmtree(work, ignore_errors=True)
+        failover.clean_up(servers, [], work, passed)
 
 
 if __name__ == "__main__":

@@ -202,13 +202,10 @@ def main():
             failures.append(f"{len(lost)} acknowledged interchanges are not on the new primary")
         if report["resends_not_replayed"]:
             failures.append("a resend was not a 200 replay")
-        if failures:
-            print("split brain: FAILED: " + "; ".join(failures) + f" (logs in {work})", file=sys.stderr)
-            return 1
-        print("split brain: nothing booked on the zombie, nothing acknowledged lost, two clusters refused, "
-              "the zombie alone refused after a restart")
-        passed = True
-        return 0
+        code = failover.verdict("split brain", failures, work, "nothing booked on the zombie, nothing acknowledged "
+                                "lost, two clusters refused, the zombie alone refused after a restart")
+        passed = code == 0
+        return code
     finally:
         failover.clean_up(servers, [old, new, work / "other"], work, passed)
 

@@ -17,7 +17,9 @@ use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, non_empty, page_limit};
 use crate::edi::PartyId;
 use crate::inbox::Status;
-use crate::inbox::resource::{IdempotencyKey, InterchangeResource, InterchangeSummary, Page};
+use crate::inbox::resource::{
+    IdempotencyKey, InterchangeAnswer, InterchangeResource, InterchangeSummary, Page,
+};
 use crate::store::{DeliveryAttempt, InterchangeFilter, StoredInterchange};
 
 /// Read one interchange.
@@ -30,9 +32,9 @@ use crate::store::{DeliveryAttempt, InterchangeFilter, StoredInterchange};
     tag = "interchanges",
     security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Interchange id"),
-        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): the `MinimalInterchange` of a processed interchange")),
+        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): the `MinimalInterchange` of a processed interchange (the envelope, counts and links), marked `Preference-Applied: return=minimal`")),
     responses(
-        (status = 200, description = "The interchange", body = InterchangeResource),
+        (status = 200, description = "The interchange, or its minimal form when asked", body = InterchangeAnswer),
     )
 )]
 pub async fn get_interchange(

@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 #[openapi(
     modifiers(&Security),
     servers((url = "/", description = "This service (the document is served by it)")),
-    components(schemas(crate::inbox::resource::BypassedResource, crate::inbox::resource::MinimalInterchange)),
+    components(schemas(crate::inbox::resource::BypassedResource)),
     info(
         title = "edi-inbox",
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\
@@ -206,8 +206,9 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
 ///   which put `application/cloudevents+json` there);
 /// - `application/octet-stream` and AS2's S/MIME types are binary strings, so that generated clients
 ///   send a file's bytes;
-/// - its 200 is any of the replayed interchange, a bypassed one and a kept SNS message (`anyOf`:
-///   a replayed interchange also has every field of a bypassed one).
+/// - its 200 is any of the replayed interchange (whole or minimal), a bypassed one and a kept SNS
+///   message (`anyOf`: a replayed interchange also has every field of a bypassed one; generated
+///   clients try them in this order).
 pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     let mut value = serde_json::to_value(doc).unwrap_or_default();
     let delivery = "/paths/~1v1~1interchanges/post";
@@ -221,6 +222,7 @@ pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
     {
         *schema = serde_json::json!({"anyOf": [
             {"$ref": "#/components/schemas/InterchangeResource"},
+            {"$ref": "#/components/schemas/MinimalInterchange"},
             {"$ref": "#/components/schemas/BypassedResource"},
             {"$ref": "#/components/schemas/SnsSubscription"},
         ]});

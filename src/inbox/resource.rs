@@ -75,9 +75,10 @@ pub struct InterchangeResource {
     pub error: Option<serde_json::Value>,
 }
 
-/// A received interchange without its invoices' contents, for `Prefer: return=minimal`: the
-/// envelope, the documents, and each invoice's id, number, total and link. Its size does not grow
-/// with the invoices' lines.
+/// A received interchange as `Prefer: return=minimal` answers it: the envelope, how many
+/// documents, invoices and warnings it holds, and links to them. Its size does not grow with the
+/// interchange. It is read (`from_resource`) from the full resource, whose lists are counted as
+/// they are read, never held.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct MinimalInterchange {
     pub id: Uuid,
@@ -91,39 +92,64 @@ pub struct MinimalInterchange {
     pub payload_sha256: String,
     pub received_at: DateTime<Utc>,
     pub processed_at: DateTime<Utc>,
-    pub documents: Vec<DocumentResource>,
-    pub invoices: Vec<InvoiceLink>,
-    pub warnings: Vec<Warning>,
-}
-
-/// An invoice as the minimal interchange names it.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-pub struct InvoiceLink {
-    pub id: Uuid,
-    #[schema(example = "INV-1042")]
-    pub number: String,
-    /// Null when the document names none.
-    #[schema(example = "USD")]
-    pub currency: Option<String>,
-    /// As an exact decimal string.
-    #[schema(example = "10584.00")]
-    pub total: String,
-    /// The whole invoice, lines included.
+    /// How many documents (ST or UNH) the interchange holds.
+    #[serde(rename(deserialize = "documents"), deserialize_with = "count")]
+    pub document_count: u64,
+    /// How many invoices were booked from it.
+    #[serde(rename(deserialize = "invoices"), deserialize_with = "count")]
+    pub invoice_count: u64,
+    /// How many findings did not reject it (e.g. a total that disagrees with its lines).
+    #[serde(rename(deserialize = "warnings"), deserialize_with = "count")]
+    pub warning_count: u64,
+    /// The whole interchange: documents, invoices with their lines, warnings.
     #[serde(default)]
-    #[schema(example = "/v1/invoices/0193…")]
+    #[schema(required = true, example = "/v1/interchanges/0193…")]
     pub href: String,
+    /// Its invoices, a page at a time.
+    #[serde(default)]
+    #[schema(required = true, example = "/v1/invoices?interchange_id=0193…")]
+    pub invoices_href: String,
 }
 
 impl MinimalInterchange {
     /// The minimal form of a stored interchange resource (the body its first delivery was answered
-    /// with); the invoices' lines are skipped as they are read, never held.
+    /// with).
     pub fn from_resource(body: &str) -> Result<MinimalInterchange, serde_json::Error> {
         let mut minimal: MinimalInterchange = serde_json::from_str(body)?;
-        for invoice in &mut minimal.invoices {
-            invoice.href = format!("/v1/invoices/{}", invoice.id);
-        }
+        minimal.href = format!("/v1/interchanges/{}", minimal.id);
+        minimal.invoices_href = format!("/v1/invoices?interchange_id={}", minimal.id);
         Ok(minimal)
     }
+}
+
+/// The number of items of a JSON array, each skipped as it is read.
+fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    struct Counter;
+    impl<'de> serde::de::Visitor<'de> for Counter {
+        type Value = u64;
+        fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+            formatter.write_str("an array")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<u64, A::Error> {
+            let mut counted = 0;
+            while items.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                counted += 1;
+            }
+            Ok(counted)
+        }
+    }
+    deserializer.deserialize_seq(Counter)
+}
+
+/// What `POST /v1/interchanges` and `GET /v1/interchanges/{id}` answer in JSON: the whole
+/// interchange, or its minimal form when `Prefer: return=minimal` (or the partner's default) asks
+/// for it (`Preference-Applied: return=minimal` then says so).
+// Described to OpenAPI only: the answer itself is written from the stored resource.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum InterchangeAnswer {
+    Full(InterchangeResource),
+    Minimal(MinimalInterchange),
 }
 
 /// An interchange in a list.

@@ -13,10 +13,11 @@ use uuid::Uuid;
 use super::session::Session;
 use super::{Failure, Filters, Notice, PageId, Tab, optional, page, when};
 use crate::edi::Standard;
+use crate::edi::Warning;
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
 use crate::inbox::Status;
-use crate::inbox::resource::{InterchangeSummary, MinimalInterchange};
+use crate::inbox::resource::{DocumentResource, InterchangeSummary};
 use crate::store::{InterchangeFilter, InvoiceFilter};
 
 const PAGE: u32 = 50;
@@ -140,6 +141,14 @@ pub fn table(items: &[InterchangeSummary]) -> Markup {
     }
 }
 
+/// What the page shows of a processed interchange's stored resource (its invoices are listed from
+/// their table).
+#[derive(serde::Deserialize)]
+struct Recorded {
+    documents: Vec<DocumentResource>,
+    warnings: Vec<Warning>,
+}
+
 pub async fn detail(
     State(ctx): State<ApiContext>,
     session: Session,
@@ -154,7 +163,7 @@ pub async fn detail(
         ctx.store.delivery_attempts(id, None, LISTED),
     )?;
     let recorded = match row.status {
-        Status::Processed => MinimalInterchange::from_resource(&row.response_body).ok(),
+        Status::Processed => serde_json::from_str::<Recorded>(&row.response_body).ok(),
         Status::Rejected => None,
     };
     let problem = match row.status {

@@ -19,7 +19,7 @@ use super::ApiContext;
 use super::problem::{ApiError, Problem};
 use super::representation::Representation;
 use crate::inbox::quarantine::Quarantined;
-use crate::inbox::resource::InterchangeResource;
+use crate::inbox::resource::InterchangeAnswer;
 use crate::ingest::{Report, Reservation};
 use crate::store::AttemptFacts;
 use deliver::Arrived;
@@ -93,7 +93,7 @@ impl Attempt {
         ("Disposition-Notification-To" = Option<String>, Header, description = "AS2: asks for an MDN (any value)"),
         ("Disposition-Notification-Options" = Option<String>, Header, description = "AS2: a signed MDN and its MIC algorithm, e.g. `signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256`"),
         ("Receipt-Delivery-Option" = Option<String>, Header, description = "AS2: where to POST the MDN instead of answering with it; must start with one of the partner's `as2_mdn_urls`"),
-        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (each invoice's id, number, total and link, no lines), marked `Preference-Applied: return=minimal`"),
+        ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (the envelope, counts and links; its size does not grow with the interchange), marked `Preference-Applied: return=minimal`; `return=representation`: the whole interchange, whatever the partner's default"),
     ),
     security((), ("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("as2_signature" = []), ("standard_webhooks" = [])),
     request_body(
@@ -112,10 +112,10 @@ impl Attempt {
     ),
     responses(
         (status = 201, description = "First delivery: recorded and booked. With `Accept: application/edi-x12` or `application/edifact` the body is the acknowledgement (997/999/TA1 or CONTRL) instead",
-            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact")),
+            content((InterchangeAnswer = "application/json"), ("application/edi-x12"), ("application/edifact")),
             headers(("Location" = String, description = "URL of the interchange resource"))),
         (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement). Also: a bypassed interchange (`BypassedResource`), a kept SNS confirmation message (`SnsSubscription`), and every AS2 MDN (`multipart/report`, or `multipart/signed` around it; empty when the MDN is sent asynchronously)",
-            content((InterchangeResource = "application/json"), ("application/edi-x12"), ("application/edifact"), ("multipart/report"), ("multipart/signed")),
+            content((InterchangeAnswer = "application/json"), ("application/edi-x12"), ("application/edifact"), ("multipart/report"), ("multipart/signed")),
             headers(("Idempotent-Replayed" = String, description = "`true`"),
                 ("Content-Location" = String, description = "URL of the interchange resource"))),
         (status = 202, description = "Quarantined (partners with `conflict_policy: quarantine`): a conflict or invalid interchange held for an operator; the same entry, with `Idempotent-Replayed: true`, on every redelivery",

@@ -38,7 +38,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Config => println!("{}", pretty(&config::effective(matches))),
         Command::Probe { url } => {
@@ -150,6 +150,7 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std::er
             let store = app::open_store(&cli.database).await?;
             tracing::info!(backend = store.backend(), "database ready");
             let purger = tokio::spawn(purge::purge_periodically(store.clone(), retention));
+            cli.server.adopt_generated_as2_key(&cli.database)?;
             let app = App::bind(store.clone(), &cli.server, &cli.accounting).await?;
             tracing::info!(address = %app.local_addr()?, "listening");
             app.serve(shutdown_signal()).await?;

@@ -388,6 +388,33 @@ async fn appended_ciphertext_blocks_teach_nothing(backend: Backend) {
     h.finish().await;
 }
 
+/// `GET /v1/as2/certificate` serves the first key's certificate to anybody (partner authentication
+/// on, no credential), PEM or DER as asked; a server without a key answers 404 `not-found`.
+async fn the_certificate_is_served_to_partners(backend: Backend) {
+    let (station, older) = (Pair::new("edi-inbox"), Pair::new("edi-inbox-old"));
+    let keys = [station.write(), older.write()];
+    let h = Harness::with_server(backend, ServerConfig { as2_keys: keys.to_vec(), ..secured() }).await;
+    let url = h.app.url("/v1/as2/certificate");
+    let pem = Reply::send(h.app.client.get(&url)).await;
+    assert_eq!(pem.status, 200, "{}", pem.text);
+    assert_eq!(pem.header("content-type"), Some("application/pem-certificate-chain"));
+    assert_eq!(pem.text, station.certificate_pem());
+    let der = h.app.client.get(&url).header("accept", "application/pkix-cert").send().await.unwrap();
+    assert_eq!(der.headers()["content-type"], "application/pkix-cert");
+    assert_eq!(der.bytes().await.unwrap().to_vec(), station.certificate.to_der().unwrap());
+    h.finish().await;
+    keys.iter().for_each(|key| std::fs::remove_file(key).unwrap());
+    let h = Harness::with_server(backend, secured()).await;
+    let none = Reply::send(h.app.client.get(h.app.url("/v1/as2/certificate"))).await;
+    assert_eq!(
+        (none.status, none.json()["type"].as_str()),
+        (404, Some("/problems/not-found")),
+        "{}",
+        none.text
+    );
+    h.finish().await;
+}
+
 /// ACME, known by its AS2 name and signing certificate, which must sign and encrypt.
 async fn register_acme(h: &Harness, partner: &Pair) {
     register(
@@ -412,5 +439,6 @@ async fn attempts_of(h: &Harness, id: &str) -> Vec<serde_json::Value> {
 both_backends!(
     appended_ciphertext_blocks_teach_nothing,
     an_as2_gateway_gets_a_receipt_for_every_final_outcome,
-    plain_edi_with_a_receipt_asked_is_answered_with_an_mdn
+    plain_edi_with_a_receipt_asked_is_answered_with_an_mdn,
+    the_certificate_is_served_to_partners
 );

@@ -4,12 +4,14 @@
 //! door (`http::receive::as2`) feeds it a request's headers and body and sends what it writes.
 
 mod compressed;
+mod identity;
 pub mod mdn;
 pub mod mime;
 mod open;
 
 pub use compressed::Allowance;
-pub use open::{Identity, Opened, Opening, Security, open};
+pub use identity::Identity;
+pub use open::{Opened, Opening, Security, open};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -7,56 +7,15 @@
 //! decryption failure: with CBC, a changed ciphertext must not be told apart by its padding.
 
 use openssl::cms::{CMSOptions, CmsContentInfo};
-use openssl::pkey::{PKey, Private};
 use openssl::stack::Stack;
 use openssl::x509::X509;
 
 use super::compressed::{self, Allowance};
 use super::mime::{self, Entity, Reading};
-use super::{Failure, Mic, MicChoice};
+use super::{Failure, Identity, Mic, MicChoice};
 
 /// Deepest nesting of S/MIME layers opened.
 const MAX_LAYERS: usize = 6;
-
-/// One of this service's AS2 keys with its certificate.
-pub struct Identity {
-    key: PKey<Private>,
-    pub certificate: X509,
-}
-
-impl std::fmt::Debug for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Identity")
-            .field("certificate", &self.certificate.subject_name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Identity {
-    /// A private key and its certificate from one PEM file (in either order).
-    pub fn from_pem(pem: &[u8]) -> Result<Identity, String> {
-        let key = PKey::private_key_from_pem(pem).map_err(|_| "no readable private key".to_owned())?;
-        let certificate = X509::from_pem(pem).map_err(|_| "no readable certificate".to_owned())?;
-        let public = certificate.public_key().map_err(|_| "the certificate has no public key".to_owned())?;
-        if !key.public_eq(&public) {
-            return Err("the private key is not the certificate's".into());
-        }
-        Ok(Identity { key, certificate })
-    }
-
-    /// A detached CMS signature of `content` (binary, no line-ending translation), DER.
-    pub fn sign(&self, content: &[u8]) -> Result<Vec<u8>, Failure> {
-        CmsContentInfo::sign(
-            Some(&self.certificate),
-            Some(&self.key),
-            None,
-            Some(content),
-            CMSOptions::DETACHED | CMSOptions::BINARY,
-        )
-        .and_then(|cms| cms.to_der())
-        .map_err(|_| Failure::Malformed("the receipt could not be signed".into()))
-    }
-}
 
 /// What opening a message needs.
 pub struct Opening<'a> {
@@ -257,33 +216,13 @@ fn verify(signed: &[u8], signature: &[u8], signers: &[X509], reading: Reading) -
 
 #[cfg(test)]
 mod tests {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::{BigNum, MsbOption};
-    use openssl::hash::MessageDigest;
-    use openssl::rsa::Rsa;
     use openssl::symm::Cipher;
-    use openssl::x509::X509NameBuilder;
 
     use super::*;
     use crate::as2::compressed::tests::entity as compressed;
 
     fn identity(name: &str) -> Identity {
-        let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
-        let mut subject = X509NameBuilder::new().unwrap();
-        subject.append_entry_by_text("CN", name).unwrap();
-        let subject = subject.build();
-        let mut serial = BigNum::new().unwrap();
-        serial.rand(64, MsbOption::MAYBE_ZERO, false).unwrap();
-        let mut builder = X509::builder().unwrap();
-        builder.set_version(2).unwrap();
-        builder.set_serial_number(&serial.to_asn1_integer().unwrap()).unwrap();
-        builder.set_subject_name(&subject).unwrap();
-        builder.set_issuer_name(&subject).unwrap();
-        builder.set_pubkey(&key).unwrap();
-        builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-        builder.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
-        builder.sign(&key, MessageDigest::sha256()).unwrap();
-        Identity { key, certificate: builder.build() }
+        Identity::generate(name).unwrap()
     }
 
     fn enveloped_with(entity: &[u8], to: &Identity, cipher: Cipher) -> Vec<u8> {

@@ -14,6 +14,7 @@ use crate::jobs::relay::{RelayOptions, shown};
 use crate::partners::PartnerId;
 use crate::store::StoreOptions;
 
+mod as2_key;
 mod commands;
 pub use commands::{Command, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand};
 
@@ -142,10 +143,15 @@ pub struct ServerConfig {
     pub as2_receiver_ids: Vec<String>,
     /// This service's AS2 keys, comma-separated PEM files each holding a private key and its
     /// certificate, newest first: a message encrypted to any of their certificates is decrypted
-    /// (rotation), and the first signs MDNs. None by default: encrypted AS2 messages get a
-    /// `decryption-failed` MDN and MDNs go unsigned.
+    /// (rotation), and the first signs MDNs. None by default: `serve` then uses the generated key
+    /// (`--as2-generated-key`).
     #[arg(long, env = "EDI_INBOX_AS2_KEYS", value_delimiter = ',', global = true)]
     pub as2_keys: Vec<std::path::PathBuf>,
+    /// `serve` without `--as2-keys`: the PEM file of the AS2 key generated at the first start (RSA
+    /// 3072, self-signed, mode 0600) and used from then on. Default: `as2-key.pem` beside a SQLite
+    /// database; with PostgreSQL none unless set (every replica needs the same key).
+    #[arg(long, env = "EDI_INBOX_AS2_GENERATED_KEY", global = true)]
+    pub as2_generated_key: Option<std::path::PathBuf>,
     /// The audience of Pub/Sub push tokens (the push subscription's `audience`, by default its push
     /// endpoint URL): when set, a delivery with a Google-signed OIDC token for it, issued to a
     /// partner's Pub/Sub service account, is that partner's. Unset: tokens are not accepted.

@@ -218,9 +218,10 @@ pub fn verify_signature(parts: &Parts, caller: Caller, body: &[u8]) -> Result<Ca
 /// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
 /// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
 pub(super) fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
-    let delivery = method == Method::POST && path == "/v1/interchanges";
+    let public = (method == Method::POST && path == "/v1/interchanges")
+        || (method == Method::GET && path == "/v1/as2/certificate");
     path.starts_with("/v1/admin/")
-        || (partner_auth && !delivery && (path.starts_with("/v1/") || path == "/metrics"))
+        || (partner_auth && !public && (path.starts_with("/v1/") || path == "/metrics"))
 }
 
 /// The CloudEvents webhook validation handshake (`OPTIONS /v1/interchanges` with

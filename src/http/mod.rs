@@ -2,6 +2,7 @@
 //! with graceful shutdown. Handlers live one file per resource; status codes are decided only here.
 
 mod admin;
+mod as2_certificate;
 mod auth;
 mod connection;
 mod console;
@@ -143,6 +144,7 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .merge(interchanges::routes())
         .merge(invoices::routes())
         .merge(health::routes())
+        .merge(as2_certificate::routes())
         .routes(routes!(metrics::metrics))
         .merge(admin::routes())
         .merge(outbox::routes())

@@ -35,6 +35,7 @@ Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),
         (name = "invoices", description = "Invoices booked from processed interchanges"),
         (name = "operations", description = "Probes and metrics"),
+        (name = "as2", description = "What AS2 partners need of this service: its certificate"),
         (name = "admin", description = "Partner registry, accounting outbox, quarantine and SNS subscriptions (admin token)"),
     )
 )]

@@ -487,6 +487,15 @@ impl Store {
     }
 }
 
+/// The file of a SQLite database URL (`None` for PostgreSQL and in-memory databases).
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    if !url.starts_with("sqlite:") || url.contains(":memory:") || url.contains("mode=memory") {
+        return None;
+    }
+    let options: sqlx::sqlite::SqliteConnectOptions = url.parse().ok()?;
+    Some(options.get_filename().to_path_buf())
+}
+
 /// A database URL fit for messages: without its password.
 pub fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

@@ -2,7 +2,8 @@
 message — compressed, signed and encrypted in its own nesting — posts it to the real edi-inbox binary
 (partner authentication, no API key: the signature is the proof), and parses and verifies the MDN it
 gets back with its own code (signature checked against edi-inbox's certificate, MIC compared with
-the one pyas2lib computed when it signed). Asynchronous MDNs go to a listener on loopback.
+the one pyas2lib computed when it signed). Asynchronous MDNs go to a listener on loopback. Then a
+server with no AS2 key configured: the key it generates, its certificate downloaded, a signed MDN.
 
 Run by scripts/test through run.sh. Prints a closing `N passed, N failed` line.
 """
@@ -241,7 +242,59 @@ def main():
             server.terminate()
             server.wait(timeout=30)
             listener.shutdown()
+    first_start(checks)
     return checks.exit_code()
+
+
+def first_start(checks):
+    """A server started with no AS2 key configured, as `cargo run` starts it: it generates one beside
+    its SQLite database (mode 0600), serves the certificate, and pyas2lib, encrypting to the
+    downloaded certificate, gets a signed MDN it verifies with it; a restart keeps the key."""
+    check = checks.check
+    partner_pair, partner_certificate = key_and_certificate("acme-as2")
+    with tempfile.TemporaryDirectory() as directory:
+        directory = pathlib.Path(directory)
+        database = f"sqlite://{directory}/inbox.db"
+        edi_inbox(database, "partner", "add", "acme", "--name", "ACME", "--sender", "x12:ZZ:ACMESUPPLY",
+                  "--as2-id", PARTNER_AS2, "--as2-certificate", partner_certificate.decode(), "--as2-security", "signed")
+        environment = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="info")
+        certificates = []
+        for start in ("first", "second"):
+            server = edi_inbox(database, "--bind", "127.0.0.1:0", "serve", stderr=subprocess.PIPE, text=True,
+                               env=environment)
+            try:
+                address = listening_address(server)
+                with urllib.request.urlopen(f"http://{address}/v1/as2/certificate", timeout=30) as answer:
+                    pem = answer.read()
+                    media_type = answer.headers.get("content-type")
+                asked = urllib.request.Request(f"http://{address}/v1/as2/certificate",
+                                               headers={"accept": "application/pkix-cert"})
+                with urllib.request.urlopen(asked, timeout=30) as answer:
+                    der = answer.read()
+                certificate = x509.load_pem_x509_certificate(pem)
+                certificates.append(certificate)
+                check(f"{start} start: the certificate is served as PEM and as the same DER",
+                      media_type == "application/pem-certificate-chain"
+                      and certificate == x509.load_der_x509_certificate(der), media_type)
+                organisation = Organization(as2_name=PARTNER_AS2, sign_key=partner_pair)
+                partner = Partner(as2_name="edi-inbox", verify_cert=pem, encrypt_cert=pem, sign=True, encrypt=True,
+                                  enc_alg="aes_256_cbc", digest_alg="sha256", mdn_mode="SYNC", mdn_digest_alg="sha256")
+                message = Message(sender=organisation, receiver=partner)
+                message.build(edi("00000091" + str(len(certificates))), content_type="application/edi-x12")
+                request = urllib.request.Request(f"http://{address}/v1/interchanges", data=message.content,
+                                                 headers=message.headers)
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    raw = "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items()).encode() + b"\r\n" + answer.read()
+                verdict = Mdn().parse(raw, lambda message_id, recipient: message)
+                check(f"{start} start: signed+encrypted to it, a signed MDN asked: processed, verified by pyas2lib",
+                      verdict == ("processed", None) and b"multipart/signed" in raw, (verdict, raw[:600]))
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+        key_file = directory / "as2-key.pem"
+        check("the generated key is beside the database, readable by its owner only",
+              key_file.exists() and key_file.stat().st_mode & 0o777 == 0o600, key_file)
+        check("a restart keeps the key", certificates[0] == certificates[1], certificates)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,13 @@ impl Station {
     }
 }
 
+impl Station {
+    /// The certificate partners encrypt to and verify receipts with: the first key's.
+    pub fn certificate(&self) -> Option<&openssl::x509::X509> {
+        self.identities.first().map(|identity| &identity.certificate)
+    }
+}
+
 /// What an AS2 request's headers say.
 #[derive(Clone, Debug)]
 pub struct Exchange {

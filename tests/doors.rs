@@ -225,10 +225,17 @@ async fn bad_wrappings_get_their_problem(backend: Backend) {
     let json_type = [("content-type", "application/json")];
     let events = [("content-type", "application/cloudevents+json")];
     let sns = |kind| [("content-type", "text/plain"), ("x-amz-sns-message-type", kind)];
+    let attributes = |value: Value| {
+        let mut message = pubsub("1", &edi);
+        message["message"]["attributes"] = value;
+        message.to_string()
+    };
     let cases: Vec<(&str, Reply, u16, &str)> = vec![
         ("pubsub without data", send(&h, &json_type, r#"{"message":{"messageId":"1"},"subscription":"s"}"#).await, 400, "invalid-transport"),
         ("pubsub data not base64", send(&h, &json_type, r#"{"message":{"data":"%%%","messageId":"1"},"subscription":"s"}"#).await, 400, "invalid-transport"),
         ("pubsub not json", send(&h, &json_type, "ISA*").await, 400, "invalid-transport"),
+        ("pubsub attributes not an object", send(&h, &json_type, attributes(json!(["partner", "acme"]))).await, 400, "invalid-transport"),
+        ("pubsub attributes null", send(&h, &json_type, attributes(Value::Null)).await, 400, "invalid-transport"),
         ("pubsub data not EDI", send(&h, &json_type, pubsub("1", b"hello").to_string()).await, 400, "malformed-interchange"),
         ("event without id", send(&h, &events, r#"{"specversion":"1.0","source":"/a","type":"t","data":"ISA"}"#).await, 400, "invalid-transport"),
         ("event of version 0.3", send(&h, &events, r#"{"specversion":"0.3","id":"1","source":"/a","type":"t","data":"ISA"}"#).await, 400, "invalid-transport"),
@@ -241,6 +248,15 @@ async fn bad_wrappings_get_their_problem(backend: Backend) {
     for (name, reply, status, kind) in cases {
         assert_eq!(reply.status, status, "{name}: {}", reply.text);
         reply.assert_problem(status, kind);
+    }
+    // A `partner` parameter that names nobody is a mistake, not an absent one.
+    for query in ["?partner=", "?partner"] {
+        let url = h.app.url(&format!("/v1/interchanges{query}"));
+        let reply = Reply::send(
+            h.app.client.post(url).header("content-type", "application/edi-x12").body(edi.clone()),
+        )
+        .await;
+        reply.assert_problem(400, "invalid-request");
     }
     assert!(h.app.all_interchanges().await.is_empty());
     h.finish().await;

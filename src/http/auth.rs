@@ -87,6 +87,12 @@ fn partner_parameter(parts: &Parts) -> Option<&str> {
 /// key costs the same lookup as a known one, and a signed request is only bounded here (its
 /// signature header parsed and capped), never trusted.
 pub async fn identify(ctx: &ApiContext, parts: &Parts) -> Result<Caller, ApiError> {
+    let query = parts.uri.query().unwrap_or_default();
+    if query.split('&').any(|pair| pair == "partner" || pair == "partner=") {
+        return Err(ApiError::BadRequest(
+            "the `partner` query parameter, when given, names a partner".into(),
+        ));
+    }
     if !ctx.partner_auth {
         return Ok(Caller::Open);
     }
@@ -218,8 +224,7 @@ pub fn verify_signature(parts: &Parts, caller: Caller, body: &[u8]) -> Result<Ca
 /// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
 /// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
 pub(super) fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
-    let public = (method == Method::POST && path == "/v1/interchanges")
-        || (method == Method::GET && path == "/v1/as2/certificate");
+    let public = (method == Method::POST && path == "/v1/interchanges") || path == "/v1/as2/certificate";
     path.starts_with("/v1/admin/")
         || (partner_auth && !public && (path.starts_with("/v1/") || path == "/metrics"))
 }

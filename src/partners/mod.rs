@@ -231,8 +231,22 @@ pub struct NewPartner {
     /// or `APERAK` (repeatable; none by default; never `810` or `INVOIC`).
     #[serde(default)]
     #[arg(long = "bypass-document")]
-    #[schema(example = json!(["997"]))]
+    #[schema(schema_with = document_types)]
     pub bypass_documents: Vec<String>,
+}
+
+/// The schema of `bypass_documents`: 1-6 letters or digits each (an invoice document is refused too).
+fn document_types() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let document_type = ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[A-Za-z0-9]{1,6}$"));
+    utoipa::openapi::Array::builder()
+        .items(document_type)
+        .description(Some(
+            "A document type whose interchanges are naturally idempotent and bypass the inbox, e.g. `997` \
+             or `APERAK` (none by default; never `810` or `INVOIC`)",
+        ))
+        .examples([serde_json::json!(["997"])])
+        .build()
 }
 
 fn optional() -> As2Security {

@@ -53,7 +53,7 @@ const WEBHOOK_ALLOWED_RATE: &str = "webhook-allowed-rate";
     tag = "interchanges",
     security(()),
     params(
-        ("WebHook-Request-Origin" = String, Header, description = "The sender's origin, e.g. `eventgrid.azure.net`"),
+        ("WebHook-Request-Origin" = String, Header, min_length = 1, description = "The sender's origin, e.g. `eventgrid.azure.net`"),
         ("WebHook-Request-Rate" = Option<String>, Header, description = "Requests per minute the sender would like"),
     ),
     responses(
@@ -334,13 +334,21 @@ pub struct PushRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushMessage {
+    /// The interchange, base64 (a message without data is refused).
+    #[schema(value_type = String, required = true)]
     data: Option<String>,
     // Kept as raw JSON: only its first bytes are recorded (see `attributes`).
     #[schema(value_type = Object, required = false)]
+    #[serde(default, deserialize_with = "present")]
     attributes: Option<Box<RawValue>>,
     message_id: String,
     publish_time: Option<String>,
     ordering_key: Option<String>,
+}
+
+/// A field that is there, `null` included (which `Option` would read as absent).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    <Box<RawValue> as Deserialize>::deserialize(deserializer).map(Some)
 }
 
 fn pubsub(body: &[u8]) -> Result<Arrival, ApiError> {
@@ -350,6 +358,9 @@ fn pubsub(body: &[u8]) -> Result<Arrival, ApiError> {
         return Err(invalid("a Pub/Sub push message needs message.messageId and subscription"));
     }
     let data = message.data.ok_or_else(|| invalid("the Pub/Sub message has no data"))?;
+    if message.attributes.as_deref().is_some_and(|raw| !raw.get().starts_with('{')) {
+        return Err(invalid("message.attributes must be an object of strings"));
+    }
     let body = base64(&data, "message.data")?;
     let transport = Transport::new(Door::Pubsub, Some(&message.message_id))
         .with("subscription", Some(push.subscription))

@@ -311,7 +311,41 @@ async fn per_partner_validation_and_conflict_policy(backend: Backend) {
     h.finish().await;
 }
 
+/// Every raw EDI example the OpenAPI document offers (what Swagger UI's "Try it out" sends) is
+/// booked as offered for the README's sample partner, with its API key: 201, each under a key of its
+/// own.
+async fn the_documents_examples_are_booked_for_the_readme_partner(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(
+        &h,
+        json!({"id": "acme", "name": "ACME Supply", "senders": ["x12:ZZ:ACMESUPPLY", "edifact:ZZ:ACMESUPPLY"],
+            "receivers": ["x12:ZZ:BUYERCO", "edifact:ZZ:BUYERCO"]}),
+    )
+    .await;
+    let document = serde_json::to_value(edi_inbox::http::openapi_document()).unwrap();
+    let offered =
+        document["paths"]["/v1/interchanges"]["post"]["requestBody"]["content"].as_object().unwrap();
+    let mut booked = 0;
+    for (media_type, content) in offered {
+        let Some(example) = content["example"].as_str() else { continue };
+        let reply = Reply::send(
+            h.app
+                .client
+                .post(h.app.url("/v1/interchanges"))
+                .bearer_auth(&acme.api_key)
+                .header("content-type", media_type.as_str())
+                .body(example.to_owned()),
+        )
+        .await;
+        assert_eq!(reply.status, 201, "{media_type}: {}", reply.text);
+        booked += 1;
+    }
+    assert_eq!(booked, 5, "the raw EDI examples: X12 four ways and EDIFACT");
+    h.finish().await;
+}
+
 both_backends!(
+    the_documents_examples_are_booked_for_the_readme_partner,
     per_partner_validation_and_conflict_policy,
     a_partner_can_be_answered_minimally_by_default,
     a_forged_sender_cannot_claim_another_partners_key,

@@ -28,7 +28,13 @@ def main(address):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 2000})
-        page.goto(f"http://{address}/swagger-ui/")
+        refused = []
+        page.on("console", lambda message: refused.append(message.text)
+                if "Content Security Policy" in message.text else None)
+        answer = page.goto(f"http://{address}/swagger-ui/")
+        policy = answer.headers.get("content-security-policy", "")
+        check("Swagger UI is served with a content security policy and is never framed",
+              "default-src 'none'" in policy and answer.headers.get("x-frame-options") == "DENY", answer.headers)
         operation = page.locator("#operations-interchanges-receive")
         operation.locator(".opblock-summary").click()
         operation.locator(".try-out__btn").click()
@@ -51,6 +57,7 @@ def main(address):
         shots.mkdir(parents=True, exist_ok=True)
         operation.locator(".live-responses-table").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "swagger-ui-delivery.png"))
+        check("the policy refuses nothing Swagger UI loads or does", not refused, refused[:3])
         browser.close()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

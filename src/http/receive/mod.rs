@@ -20,6 +20,7 @@ use super::problem::{ApiError, Problem};
 use super::representation::Representation;
 use crate::inbox::quarantine::Quarantined;
 use crate::inbox::resource::InterchangeAnswer;
+use crate::inbox::transport::SnsType;
 use crate::ingest::{Report, Reservation};
 use crate::store::AttemptFacts;
 use deliver::Arrived;
@@ -84,8 +85,8 @@ impl Attempt {
     params(
         ("partner" = Option<String>, Query, min_length = 1,
             description = "The partner of a Standard Webhooks signed request (`webhook-id`, `webhook-timestamp`, `webhook-signature`)"),
-        ("x-amz-sns-message-type" = Option<String>, Header,
-            description = "SNS: `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`"),
+        ("x-amz-sns-message-type" = Option<SnsType>, Header,
+            description = "SNS: what the message is (the body is SNS's JSON message around the interchange)"),
         ("ce-id" = Option<String>, Header, description = "CloudEvents binary mode (with `ce-specversion`, `ce-source`, `ce-type`)"),
         ("AS2-From" = Option<String>, Header, description = "AS2 gateway: the partner's AS2 name (with `AS2-To`, `Message-ID`)"),
         ("AS2-To" = Option<String>, Header, description = "AS2: this service's AS2 name"),
@@ -99,11 +100,11 @@ impl Attempt {
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
-            (String = "application/edi-x12", example = json!(doors::example_x12(1144))),
+            (String = "application/edi-x12", example = json!(doors::example_x12(9144))),
             (String = "application/edifact", example = json!(doors::EXAMPLE_EDIFACT)),
-            (String = "application/edi-consent", example = json!(doors::example_x12(1149))),
-            (String = "text/plain", example = json!(doors::example_x12(1145))),
-            (String = "application/octet-stream", example = json!(doors::example_x12(1150))),
+            (String = "application/edi-consent", example = json!(doors::example_x12(9149))),
+            (String = "text/plain", example = json!(doors::example_x12(9145))),
+            (String = "application/octet-stream", example = json!(doors::example_x12(9150))),
             (doors::CloudEvent = "application/cloudevents+json", example = json!(doors::example_cloud_event())),
             (doors::PushRequest = "application/json", example = json!(doors::example_pubsub_push())),
             (String = "application/pkcs7-mime"),

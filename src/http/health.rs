@@ -13,7 +13,10 @@ use super::{ApiContext, auth};
 use crate::store::{OutboxStats, StoreError, Synchronous};
 
 /// Liveness: the process serves HTTP.
-#[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses((status = 200, description = "Alive", body = String)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses(
+    (status = 200, description = "Alive", body = String),
+    (status = 400, description = "`invalid-request`: a NUL in the URL (refused on every route)", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn healthz() -> &'static str {
     "ok"
 }
@@ -87,6 +90,7 @@ impl From<OutboxStats> for Backlog {
     security((), ("admin_token" = [])),
     responses(
         (status = 200, description = "Ready", body = Readiness),
+        (status = 400, description = "`invalid-request`: a NUL in the URL (refused on every route)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`unavailable`", body = Problem, content_type = "application/problem+json"),
     )
 )]

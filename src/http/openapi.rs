@@ -29,7 +29,7 @@ handshake), Google Pub/Sub push (its OIDC token verified), AWS SNS (its signatur
 (S/MIME decrypted and verified, answered with an MDN) all POST to `/v1/interchanges`; the key stays the EDI key. \
 Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin/quarantine` and \
 `/v1/admin/sns-subscriptions`. `edi-inbox consume` reads the same interchanges from RabbitMQ or NATS JetStream.",
-        license(name = "MIT OR Apache-2.0")
+        license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0")
     ),
     tags(
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),
@@ -207,6 +207,8 @@ fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Respons
 ///   which put `application/cloudevents+json` there);
 /// - `application/octet-stream` and AS2's S/MIME types are binary strings, so that generated clients
 ///   send a file's bytes;
+/// - schemas nothing refers to are dropped (utoipa registers a generic's argument, e.g. the
+///   `DeliveryAttempt` of `Page<DeliveryAttempt>`, although the page inlines it);
 /// - its 200 is any of the replayed interchange (whole or minimal), a bypassed one and a kept SNS
 ///   message (`anyOf`: a replayed interchange also has every field of a bypassed one; generated
 ///   clients try them in this order).
@@ -241,6 +243,7 @@ pub fn to_json(doc: &utoipa::openapi::OpenApi) -> String {
         ordered.append(content);
         *content = ordered;
     }
+    drop_unreferenced_schemas(&mut value);
     let mut json = serde_json::to_string_pretty(&value).unwrap_or_default();
     json.push('\n');
     json
@@ -279,3 +282,26 @@ through two doors is one interchange, and each attempt's transport id is audited
 
 Partners whose conflict policy is `quarantine` get 202 (held) instead of 409 or 422; partners'
 naturally idempotent document types get 200 `bypassed`."#;
+
+/// Removes the component schemas that no `$ref` names, until none is left.
+fn drop_unreferenced_schemas(document: &mut serde_json::Value) {
+    loop {
+        let text = document.to_string();
+        let Some(schemas) =
+            document.pointer_mut("/components/schemas").and_then(serde_json::Value::as_object_mut)
+        else {
+            return;
+        };
+        let unused: Vec<String> = schemas
+            .keys()
+            .filter(|name| !text.contains(&format!("\"#/components/schemas/{name}\"")))
+            .cloned()
+            .collect();
+        if unused.is_empty() {
+            return;
+        }
+        for name in unused {
+            schemas.shift_remove(&name);
+        }
+    }
+}

@@ -140,6 +140,24 @@ async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: B
         );
         assert!(headers.contains_key("content-security-policy"), "{bad}");
     }
+    // A notice word that is not one the console writes shows no notice, and never the text.
+    let (status, _, body) = browser.get("/console/?done=%3Cb%3Eowned%3C%2Fb%3E").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("owned"), "{body}");
+    let (status, _, body) = browser.get("/console/?done=discarded").await;
+    assert!(status == 200 && body.contains("Discarded."), "{body}");
+    // A path that is no page: the console's 404 page, with its headers.
+    for unknown in ["/console/nothing-here", "/console/interchanges/a/b/c"] {
+        let (status, headers, body) = browser.get(unknown).await;
+        assert_eq!(status, 404, "{unknown}: {body}");
+        assert!(headers["content-type"].to_str().unwrap().starts_with("text/html"), "{unknown}");
+        assert!(headers.contains_key("content-security-policy") && headers["x-frame-options"] == "DENY");
+    }
+    // Every page names its icon, and it is served (no 404 on every page).
+    let (_, _, page) = browser.get("/console/").await;
+    assert!(page.contains(r#"<link rel="icon" type="image/svg+xml" href="/console/assets/favicon.svg">"#));
+    let (status, headers, _) = browser.get("/console/assets/favicon.svg").await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "image/svg+xml"));
     h.finish().await;
 }
 

@@ -19,12 +19,12 @@ pub enum Change<'a> {
 pub const MAX_CELLS: usize = 4_000_000;
 
 /// The interchange's segments as text, each with its terminator, line breaks between them dropped:
-/// the terminator is read from the envelope (ISA's 106th byte, UNA's 9th, `'` for EDIFACT without
-/// UNA); anything else is split into lines.
+/// the terminator is read from the envelope (the byte after ISA16, UNA's 9th, `'` for EDIFACT
+/// without UNA); anything else is split into lines.
 pub fn segments(payload: &[u8]) -> Vec<Cow<'_, str>> {
     let body = &payload[start_of(payload)..];
     let terminator = match standard_at(body) {
-        Some(Standard::X12) => body.get(105).copied(),
+        Some(Standard::X12) => super::x12::segment_terminator(body),
         Some(Standard::Edifact) if body.starts_with(b"UNA") => body.get(8).copied(),
         Some(Standard::Edifact) => Some(b'\''),
         None => None,
@@ -104,6 +104,16 @@ mod tests {
             texts(&changes)[2..],
             [" ST*810*0001~", "-TDS*100~", "+TDS*250~", " SE*3*0001~"].map(String::from)
         );
+    }
+
+    #[test]
+    fn an_unpadded_isa_gives_its_terminator_too() {
+        // The parser accepts an ISA whose elements are not padded: byte 106 is then inside GS.
+        let unpadded =
+            b"ISA*00**00**ZZ*ACME*ZZ*BUYER*240101*1200*U*00401*000000001*0*P*>~GS*IN*A*B~ST*810*0001~";
+        let found = segments(unpadded);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[1], "GS*IN*A*B~");
     }
 
     #[test]

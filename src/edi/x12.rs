@@ -73,6 +73,18 @@ fn check_isa(isa: &Segment<'_>) -> Result<(), EdiError> {
     Ok(())
 }
 
+/// Where the ISA at the start of `body` has its 16th element separator: ISA16 is the one byte after
+/// it, and the segment terminator follows (ISAs are not always padded to 106 bytes).
+fn sixteenth_separator(body: &[u8], element: u8) -> Option<usize> {
+    body.iter().enumerate().filter(|&(_, &b)| b == element).nth(ISA_ELEMENTS - 1).map(|(at, _)| at)
+}
+
+/// The segment terminator of the ISA at the start of `body`, when it can be read.
+pub(super) fn segment_terminator(body: &[u8]) -> Option<u8> {
+    let sixteenth = sixteenth_separator(body, *body.get(3)?)?;
+    body.get(sixteenth + 2).copied()
+}
+
 pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interchange<'_>, EdiError> {
     let body = &input[start..];
     let isa_error = |message: &str| EdiError {
@@ -86,13 +98,7 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
     if element.is_ascii_alphanumeric() || element.is_ascii_whitespace() {
         return Err(isa_error("the 4th byte of the ISA must be the element separator"));
     }
-    // ISA16 is the one byte after the 16th separator; the segment terminator follows it.
-    let sixteenth = body
-        .iter()
-        .enumerate()
-        .filter(|&(_, &b)| b == element)
-        .nth(ISA_ELEMENTS - 1)
-        .map(|(at, _)| at)
+    let sixteenth = sixteenth_separator(body, element)
         .ok_or_else(|| isa_error("the ISA segment is truncated: it must have 16 elements"))?;
     let (Some(&component), Some(&terminator)) = (body.get(sixteenth + 1), body.get(sixteenth + 2)) else {
         return Err(isa_error("the ISA segment is truncated: ISA16 or the segment terminator is missing"));

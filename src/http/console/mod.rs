@@ -48,6 +48,8 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/refusals", get(partners::refusals))
         .route("/console/assets/console.css", get(|| asset("text/css", include_str!("console.css"))))
         .route("/console/assets/console.js", get(|| asset("text/javascript", include_str!("console.js"))))
+        .route("/console/assets/favicon.svg", get(|| asset("image/svg+xml", include_str!("favicon.svg"))))
+        .route("/console/{*unknown}", get(not_found).post(not_found))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(middleware::from_fn(secure_headers))
 }
@@ -168,8 +170,7 @@ const TABS: [(Tab, &str, &str); 6] = [
 
 /// What an action did, shown once on the page it leads back to (`?done=…`: a fixed word, never
 /// text from the request).
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy)]
 pub enum Done {
     Released,
     Discarded,
@@ -180,10 +181,34 @@ pub enum Done {
 
 #[derive(Deserialize)]
 pub struct Notice {
+    #[serde(default, deserialize_with = "known_word")]
     done: Option<Done>,
 }
 
+/// `?done=` as one of the words the console writes; anything else shows no notice, never an error
+/// page repeating what was typed.
+fn known_word<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Done>, D::Error> {
+    let word = Option::<String>::deserialize(deserializer)?;
+    Ok(word.and_then(|word| Done::ALL.into_iter().find(|done| done.word() == word)))
+}
+
+/// A console path that is not a page: the console's own 404, with its headers.
+async fn not_found() -> Response {
+    let body = bare(
+        "Not found",
+        html! {
+            main {
+                h1 { "Not found" }
+                p { "No console page is here. " a href="/console/" { "Go to the overview" } "." }
+            }
+        },
+    );
+    (axum::http::StatusCode::NOT_FOUND, body).into_response()
+}
+
 impl Done {
+    const ALL: [Done; 5] = [Done::Released, Done::Discarded, Done::Retried, Done::Suspended, Done::Activated];
+
     fn message(self) -> &'static str {
         match self {
             Done::Released => "Released: the delivery was processed.",
@@ -247,6 +272,7 @@ fn bare(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · edi-inbox console" }
                 link rel="stylesheet" href="/console/assets/console.css";
+                link rel="icon" type="image/svg+xml" href="/console/assets/favicon.svg";
                 script src="/console/assets/console.js" defer {}
             }
             body { (body) }

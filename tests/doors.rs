@@ -411,6 +411,13 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     assert_eq!((held[0]["reason"].as_str(), held[1]["reason"].as_str()), (Some("conflict"), Some("invalid")));
     assert_eq!(held[0]["interchange_id"], original.json()["id"]);
     assert_eq!(held[0]["problem"]["type"], "/problems/control-number-conflict");
+    // The held invalid delivery is audited as the sender was answered: quarantined, 202 (the
+    // console's overview counted it as rejected).
+    let audited = deliveries(&h, held[1]["interchange_id"].as_str().unwrap()).await;
+    assert_eq!(
+        (audited[0]["outcome"].as_str(), audited[0]["status"].as_u64()),
+        (Some("quarantined"), Some(202))
+    );
     let listed = admin(&h, Method::GET, "/v1/admin/quarantine?status=held", None).await.json();
     assert_eq!(listed["items"].as_array().unwrap().len(), 2);
     let path = |entry: &Value, action: &str| {

@@ -304,20 +304,17 @@ impl Ingest {
 
     /// The audit row a first delivery writes with itself (`held`: a rejection is held, not answered).
     fn first_attempt(&self, delivery: &Delivery, facts: &AttemptFacts, held: bool) -> FirstAttempt {
-        let reply = match (delivery.status(), held) {
-            (Status::Processed, _) => Reply::Created,
-            (Status::Rejected, true) => Reply::Held,
-            (Status::Rejected, false) => Reply::Rejected,
+        // A held rejection is audited as what it is to the sender: quarantined (202), not rejected.
+        let (reply, outcome) = match (delivery.status(), held) {
+            (Status::Processed, _) => (Reply::Created, first_outcome(Status::Processed)),
+            (Status::Rejected, true) => (Reply::Held, crate::inbox::quarantine::QUARANTINED),
+            (Status::Rejected, false) => (Reply::Rejected, first_outcome(Status::Rejected)),
         };
         let mut facts = facts.clone();
         if facts.transport.asks_receipt() {
             facts.transport = facts.transport.with("mdn", Some((self.answers.receipt)(reply)));
         }
-        FirstAttempt {
-            facts,
-            outcome: first_outcome(delivery.status()),
-            status: (self.answers.status)(reply),
-        }
+        FirstAttempt { facts, outcome, status: (self.answers.status)(reply) }
     }
 
     /// Processes a held delivery after all, under its partner's current settings: recorded under its

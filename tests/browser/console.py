@@ -167,12 +167,19 @@ def main(binary):
 
             def discard_invalid():
                 page.locator("#quarantine tbody tr", has_text="invalid").locator("a").click()
+                # Discard asks first: dismissed, nothing happens; accepted, it is discarded.
+                asked = []
+                page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+                page.click("#decide >> text=Discard")
+                assert asked and "Discard" in asked[0], asked
+                expect(page.locator("#decide >> text=Discard")).to_be_visible()
+                page.once("dialog", lambda dialog: dialog.accept())
                 page.click("#decide >> text=Discard")
                 expect(page.locator(".notice")).to_contain_text("Discarded")
                 expect(page.locator("#quarantine tbody tr")).to_have_count(0)
                 status, body = request(address, "GET", "/v1/admin/quarantine?status=discarded", None, admin)
                 assert len(json.loads(body)["items"]) == 1, body
-            check("discard a held invalid interchange", discard_invalid)
+            check("discard a held invalid interchange, once confirmed", discard_invalid)
 
             def retry_dead_letter():
                 page.click("nav >> text=Accounting")

@@ -1,6 +1,7 @@
 // edi-inbox console: the one script of the console, served from /console/assets/ (the
 // Content-Security-Policy allows no other). Every element with `data-refresh` is reloaded from
 // the same page every 5 seconds while the tab is visible, so new deliveries appear on their own.
+// A form marked `data-confirm` (Discard, Suspend) is sent only once the person confirms it.
 "use strict";
 
 async function refresh() {
@@ -20,3 +21,8 @@ async function refresh() {
 }
 
 setInterval(refresh, 5000);
+
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset && event.target.dataset.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+});

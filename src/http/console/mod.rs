@@ -280,13 +280,16 @@ fn bare(title: &str, body: Markup) -> Markup {
     }
 }
 
-/// A one-button form posting an action with the session's CSRF token; nothing for a viewer.
+/// A one-button form posting an action with the session's CSRF token (a `danger` one asks to be
+/// confirmed first); nothing for a viewer.
 pub fn action(path: &str, label: &str, session: &Session, class: &str) -> Markup {
     if session.may_act().is_err() {
         return html! {};
     }
+    // What cannot be taken back at once (a discard, a suspension) is confirmed first.
+    let confirm = (class == "danger").then(|| format!("{label}: are you sure?"));
     html! {
-        form.action method="post" action=(path) {
+        form.action method="post" action=(path) data-confirm=[confirm] {
             input type="hidden" name="csrf" value=(session.csrf);
             button type="submit" class=(class) { (label) }
         }

@@ -171,6 +171,14 @@ async fn a_cross_site_post_changes_nothing(backend: Backend) {
     let mut browser = Browser::new(&h);
     browser.sign_in(ADMIN).await;
     let (_, _, page) = browser.get(&format!("/console/quarantine/{id}")).await;
+    // The held payload is there to download, as it arrived, beside the stored one.
+    assert!(page.contains(&format!(r#"href="/console/quarantine/{id}/payload""#)), "{page}");
+    let (status, headers, downloaded) = browser.get(&format!("/console/quarantine/{id}/payload")).await;
+    assert_eq!(
+        (status, headers["content-disposition"].to_str().unwrap()),
+        (200, format!("attachment; filename=\"{id}.edi\"").as_str())
+    );
+    assert_eq!(downloaded.as_bytes(), fixture("x12/810-single-conflict.edi"));
     let token = csrf(&page);
     let discard = format!("/console/quarantine/{id}/discard");
     let attempts: [(&str, Vec<Pair>, Vec<Pair>); 5] = [

@@ -272,6 +272,11 @@ pub async fn payload(
     PageId(id): PageId,
 ) -> Result<Response, Failure> {
     let (payload, _) = ctx.store.payload(id).await?.ok_or(ApiError::NotFound)?;
+    Ok(attachment(id, payload)?)
+}
+
+/// Bytes a person downloads as `{id}.edi`, never shown by the browser.
+pub fn attachment(id: Uuid, payload: impl Into<axum::body::Body>) -> Result<Response, ApiError> {
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{id}.edi\""))
         .map_err(|_| ApiError::Internal)?;
     Ok((
@@ -279,7 +284,7 @@ pub async fn payload(
             (header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")),
             (header::CONTENT_DISPOSITION, disposition),
         ],
-        payload,
+        payload.into(),
     )
         .into_response())
 }

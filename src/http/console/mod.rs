@@ -40,6 +40,7 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/interchanges/{id}/payload", get(interchanges::payload))
         .route("/console/quarantine", get(quarantine::list))
         .route("/console/quarantine/{id}", get(quarantine::detail))
+        .route("/console/quarantine/{id}/payload", get(quarantine::payload))
         .route("/console/quarantine/{id}/{action}", post(quarantine::act))
         .route("/console/accounting", get(accounting::list))
         .route("/console/accounting/{id}/{action}", post(accounting::act))

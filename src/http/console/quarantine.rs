@@ -122,10 +122,25 @@ pub async fn detail(
                 (action(&format!("/console/quarantine/{id}/discard"), "Discard", &session, "danger"))
             }
         }
+        p {
+            a href={ "/console/quarantine/" (id) "/payload" } download { "Download the held payload" }
+            " · "
+            a href={ "/console/interchanges/" (entry.interchange_id) "/payload" } download { "Download the stored one" }
+        }
         h2 { "Against the stored interchange" }
         (comparison(original.as_ref().map(|(payload, _)| payload.as_slice()), &held.payload))
     };
     Ok(page("Held delivery", Tab::Quarantine, &session, &notice, content))
+}
+
+/// A held delivery's payload, as it arrived.
+pub async fn payload(
+    State(ctx): State<ApiContext>,
+    _session: Session,
+    PageId(id): PageId,
+) -> Result<Response, Failure> {
+    let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
+    Ok(super::interchanges::attachment(id, held.payload)?)
 }
 
 /// The held payload against the stored one, segment by segment.
@@ -135,7 +150,7 @@ fn comparison(original: Option<&[u8]>, held: &[u8]) -> Markup {
     };
     let (old, new) = (diff::segments(original), diff::segments(held));
     let Some(changes) = diff::compare(&old, &new) else {
-        return html! { p.muted { "Too different to compare segment by segment; download both from their pages." } };
+        return html! { p.muted { "Too different to compare segment by segment; download both (above)." } };
     };
     html! {
         div.diff #diff {

@@ -11,7 +11,7 @@ use edi_inbox::config::{
 use edi_inbox::consumer;
 use edi_inbox::http;
 use edi_inbox::jobs::{export, purge};
-use edi_inbox::operate::{self, outbox, partners as admin, quarantine, sns};
+use edi_inbox::operate::{self, Actor, outbox, partners as admin, quarantine, sns};
 use edi_inbox::partners::{CredentialKind, PartnerStatus};
 use edi_inbox::store::{CommitNotices, OutboxFilter, QuarantineFilter, Store};
 
@@ -118,8 +118,12 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
                     println!("{}", pretty(&store.quarantined(&filter).await?));
                     return Ok(());
                 }
-                QuarantineCommand::Release { id } => quarantine::release(&ingest, id).await?,
-                QuarantineCommand::Discard { id } => quarantine::discard(&store, id).await?,
+                QuarantineCommand::Release { id } => {
+                    quarantine::release(&ingest, id, &Actor::command_line()).await?
+                }
+                QuarantineCommand::Discard { id } => {
+                    quarantine::discard(&store, id, &Actor::command_line()).await?
+                }
             };
             println!("{}", pretty(&entry));
         }
@@ -131,8 +135,8 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
                     println!("{}", pretty(&store.outbox(&filter).await?));
                     return Ok(());
                 }
-                OutboxCommand::Retry { id } => outbox::retry(&store, id).await?,
-                OutboxCommand::Discard { id } => outbox::discard(&store, id).await?,
+                OutboxCommand::Retry { id } => outbox::retry(&store, id, &Actor::command_line()).await?,
+                OutboxCommand::Discard { id } => outbox::discard(&store, id, &Actor::command_line()).await?,
             };
             println!("{}", pretty(&message));
         }
@@ -142,7 +146,9 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
                 SnsCommand::List { limit, cursor } => {
                     println!("{}", pretty(&store.sns_subscriptions(cursor, limit).await?))
                 }
-                SnsCommand::Confirm { id } => println!("{}", pretty(&sns::confirm(&store, id).await?)),
+                SnsCommand::Confirm { id } => {
+                    println!("{}", pretty(&sns::confirm(&store, id, &Actor::command_line()).await?))
+                }
             }
         }
         Command::Serve => {
@@ -166,7 +172,7 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
 async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Box<dyn std::error::Error>> {
     match action {
         PartnerCommand::Add(new) => {
-            let (partner, secrets) = admin::register(store, &new).await?;
+            let (partner, secrets) = admin::register(store, &new, &Actor::command_line()).await?;
             println!("{}", pretty(&serde_json::json!({ "partner": partner, "secrets": secrets })));
             eprintln!("edi-inbox: the secrets above are shown only now; store them safely");
         }
@@ -176,20 +182,28 @@ async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Bo
             None => return Err(operate::Error::NotFound(format!("no partner {id:?}")).into()),
         },
         PartnerCommand::Suspend { id } => {
-            println!("{}", pretty(&admin::set_status(store, &id, PartnerStatus::Suspended).await?))
+            println!(
+                "{}",
+                pretty(
+                    &admin::set_status(store, &id, PartnerStatus::Suspended, &Actor::command_line()).await?
+                )
+            )
         }
         PartnerCommand::Activate { id } => {
-            println!("{}", pretty(&admin::set_status(store, &id, PartnerStatus::Active).await?))
+            println!(
+                "{}",
+                pretty(&admin::set_status(store, &id, PartnerStatus::Active, &Actor::command_line()).await?)
+            )
         }
         PartnerCommand::RotateKey { id, webhook_secret } => {
             let kind = if webhook_secret { CredentialKind::WebhookSecret } else { CredentialKind::ApiKey };
-            println!("{}", pretty(&admin::rotate(store, &id, kind).await?));
+            println!("{}", pretty(&admin::rotate(store, &id, kind, &Actor::command_line()).await?));
             eprintln!(
                 "edi-inbox: the secret above is shown only now; the previous ones stay valid until revoked"
             );
         }
         PartnerCommand::RevokeKey { id, credential } => {
-            admin::revoke(store, &id, credential).await?;
+            admin::revoke(store, &id, credential, &Actor::command_line()).await?;
             eprintln!("edi-inbox: credential {credential} of {id} revoked");
         }
     }

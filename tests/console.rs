@@ -199,6 +199,8 @@ async fn a_cross_site_post_changes_nothing(backend: Backend) {
     let discarded = browser.post(&discard, &[("csrf", &token)], &[("origin", &h.app.url(""))]).await;
     assert_eq!(discarded.status(), 303);
     assert_eq!(discarded.headers()["location"], "/console/quarantine?done=discarded");
+    let logged = common::logged_lines(&[r#""actor":"console""#, r#""action":"quarantine.discard""#, &id]);
+    assert_eq!(logged.len(), 1, "the console's discard is logged with its actor: {logged:?}");
     let listed =
         common::partners::admin(&h, reqwest::Method::GET, "/v1/admin/quarantine?status=discarded", None)
             .await;

@@ -434,6 +434,16 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     still_invalid.assert_problem(409, "wrong-state");
     let discarded = admin(&h, Method::POST, &path(&held[1], "discard"), None).await;
     assert_eq!(discarded.json()["status"], "discarded");
+    // Each action is logged with who did it, what, to which, and where it stands now.
+    for (action, entry, now) in
+        [("quarantine.release", &held[0], "released"), ("quarantine.discard", &held[1], "discarded")]
+    {
+        let subject = format!(r#""subject":"{}""#, entry["id"].as_str().unwrap());
+        let lines =
+            common::logged_lines(&[r#""actor":"admin-api""#, &format!(r#""action":"{action}""#), &subject]);
+        assert_eq!(lines.len(), 1, "{action}: {lines:?}");
+        assert!(lines[0].contains(&format!(r#""now":"{now}""#)), "{}", lines[0]);
+    }
     let redelivered = post(fixture("x12/810-single-conflict.edi")).await;
     assert_eq!((redelivered.status, redelivered.json()["status"].as_str()), (202, Some("released")));
     let invoices = admin(&h, Method::GET, "/v1/invoices?limit=500", None).await.json();

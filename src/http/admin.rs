@@ -12,6 +12,7 @@ use utoipa_axum::routes;
 use super::ApiContext;
 use super::extract::parse_id;
 use super::problem::{ApiError, Problem};
+use crate::operate::Actor;
 use crate::operate::partners as admin;
 use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
 
@@ -49,7 +50,7 @@ pub async fn create_partner(
     State(ctx): State<ApiContext>,
     body: Result<Json<NewPartner>, JsonRejection>,
 ) -> Result<(StatusCode, Json<RegisteredPartner>), ApiError> {
-    let (partner, secrets) = admin::register(&ctx.store, &json(body)?).await?;
+    let (partner, secrets) = admin::register(&ctx.store, &json(body)?, &Actor::AdminApi).await?;
     Ok((StatusCode::CREATED, Json(RegisteredPartner { partner, secrets })))
 }
 
@@ -86,7 +87,7 @@ pub async fn set_status(
     Path(id): Path<String>,
     body: Result<Json<StatusChange>, JsonRejection>,
 ) -> Result<Json<Partner>, ApiError> {
-    Ok(Json(admin::set_status(&ctx.store, &id, json(body)?.status).await?))
+    Ok(Json(admin::set_status(&ctx.store, &id, json(body)?.status, &Actor::AdminApi).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -109,7 +110,7 @@ pub async fn issue_credential(
     body: Result<Json<CredentialRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<IssuedSecret>), ApiError> {
     let request = json(body)?;
-    Ok((StatusCode::CREATED, Json(admin::rotate(&ctx.store, &id, request.kind).await?)))
+    Ok((StatusCode::CREATED, Json(admin::rotate(&ctx.store, &id, request.kind, &Actor::AdminApi).await?)))
 }
 
 /// Revoke a credential.
@@ -124,7 +125,7 @@ pub async fn revoke_credential(
     State(ctx): State<ApiContext>,
     Path((id, credential)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    admin::revoke(&ctx.store, &id, parse_id(&credential)?).await?;
+    admin::revoke(&ctx.store, &id, parse_id(&credential)?, &Actor::AdminApi).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

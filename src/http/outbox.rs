@@ -15,7 +15,7 @@ use super::{ApiContext, page_limit};
 use crate::accounting::OutboxEntry;
 use crate::inbox::outbox::AccountingStatus;
 use crate::inbox::resource::Page;
-use crate::operate::outbox;
+use crate::operate::{Actor, outbox};
 use crate::store::OutboxFilter;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -54,7 +54,7 @@ pub async fn list_outbox(
         (status = 409, description = "`wrong-state`: the message is not dead", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn retry_message(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<OutboxEntry>, ApiError> {
-    Ok(Json(outbox::retry(&ctx.store, id).await?))
+    Ok(Json(outbox::retry(&ctx.store, id, &Actor::AdminApi).await?))
 }
 
 /// Give up on a dead message: it is never sent.
@@ -69,7 +69,7 @@ pub async fn discard_message(
     State(ctx): State<ApiContext>,
     Id(id): Id,
 ) -> Result<Json<OutboxEntry>, ApiError> {
-    Ok(Json(outbox::discard(&ctx.store, id).await?))
+    Ok(Json(outbox::discard(&ctx.store, id, &Actor::AdminApi).await?))
 }
 
 /// The outbox and its dead-letter re-drive.

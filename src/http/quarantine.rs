@@ -15,7 +15,7 @@ use super::problem::{ApiError, Problem};
 use super::{ApiContext, PageQuery, page_limit};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::inbox::resource::Page;
-use crate::operate::{quarantine, sns};
+use crate::operate::{Actor, quarantine, sns};
 use crate::store::{QuarantineFilter, SnsSubscription};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -56,7 +56,7 @@ pub async fn list_quarantine(
         (status = 409, description = "`wrong-state`: not held, or still invalid", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
-    Ok(Json(quarantine::release(&ctx.ingest, id).await?))
+    Ok(Json(quarantine::release(&ctx.ingest, id, &Actor::AdminApi).await?))
 }
 
 /// Give up on a held delivery.
@@ -67,7 +67,7 @@ pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<J
         (status = 409, description = "`wrong-state`: not held", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn discard_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
-    Ok(Json(quarantine::discard(&ctx.store, id).await?))
+    Ok(Json(quarantine::discard(&ctx.store, id, &Actor::AdminApi).await?))
 }
 
 /// List the SNS subscription and unsubscribe confirmations received, newest first.
@@ -94,7 +94,7 @@ pub async fn confirm_sns(
     State(ctx): State<ApiContext>,
     Id(id): Id,
 ) -> Result<Json<SnsSubscription>, ApiError> {
-    Ok(Json(sns::confirm(&ctx.store, id).await?))
+    Ok(Json(sns::confirm(&ctx.store, id, &Actor::AdminApi).await?))
 }
 
 /// Held deliveries and SNS subscription messages.

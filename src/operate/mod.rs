@@ -10,6 +10,43 @@ pub mod partners;
 pub mod quarantine;
 pub mod sns;
 
+/// Who does an operator's action, as its log line names them. One admin token stands for every
+/// operator of the API and the console; named operators come later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Actor {
+    /// The admin API, with the admin token.
+    AdminApi,
+    /// The operator console, signed in as an operator.
+    Console,
+    /// `edi-inbox` on the command line, as this operating-system user.
+    CommandLine(String),
+}
+
+impl Actor {
+    /// The command line's actor: `$USER`, letters, digits and `._-` only.
+    pub fn command_line() -> Actor {
+        let user = std::env::var("USER").unwrap_or_default();
+        let user: String =
+            user.chars().filter(|c| c.is_ascii_alphanumeric() || "._-".contains(*c)).take(64).collect();
+        Actor::CommandLine(if user.is_empty() { "unknown".into() } else { user })
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::AdminApi => f.write_str("admin-api"),
+            Actor::Console => f.write_str("console"),
+            Actor::CommandLine(user) => write!(f, "cli:{user}"),
+        }
+    }
+}
+
+/// The log line of a done action: who did what to which, and where it stands now.
+fn logged(actor: &Actor, action: &'static str, subject: &dyn std::fmt::Display, now: &str) {
+    tracing::info!(target: "edi_inbox::operator", actor = %actor, action, subject = %subject, now, "operator action");
+}
+
 /// Why an operator's action did nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -3,18 +3,22 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::Error;
+use super::{Actor, Error, logged};
 use crate::accounting::OutboxEntry;
 use crate::store::{Store, Transition};
 
 /// Sends a dead message again, with a fresh budget of attempts.
-pub async fn retry(store: &Store, id: Uuid) -> Result<OutboxEntry, Error> {
-    settled(id, store.redrive(id, Utc::now()).await?)
+pub async fn retry(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
+    let entry = settled(id, store.redrive(id, Utc::now()).await?)?;
+    logged(actor, "outbox.retry", &id, entry.status.as_str());
+    Ok(entry)
 }
 
 /// Gives up on a dead message: it is never sent.
-pub async fn discard(store: &Store, id: Uuid) -> Result<OutboxEntry, Error> {
-    settled(id, store.discard(id).await?)
+pub async fn discard(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
+    let entry = settled(id, store.discard(id).await?)?;
+    logged(actor, "outbox.discard", &id, entry.status.as_str());
+    Ok(entry)
 }
 
 fn settled(id: Uuid, transition: Transition) -> Result<OutboxEntry, Error> {

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::Error;
+use super::{Actor, Error, logged};
 use crate::partners::{
     CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
     new_webhook_secret,
@@ -16,7 +16,11 @@ fn no_partner(id: &str) -> Error {
 }
 
 /// Registers a partner with a first API key and signing secret, returned once.
-pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<IssuedSecret>), Error> {
+pub async fn register(
+    store: &Store,
+    new: &NewPartner,
+    actor: &Actor,
+) -> Result<(Partner, Vec<IssuedSecret>), Error> {
     new.validate().map_err(Error::Invalid)?;
     let (key, secret) = (new_api_key(), new_webhook_secret());
     let (key_id, secret_id) = (Uuid::now_v7(), Uuid::now_v7());
@@ -32,11 +36,17 @@ pub async fn register(store: &Store, new: &NewPartner) -> Result<(Partner, Vec<I
         IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
         IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },
     ];
+    logged(actor, "partner.register", &partner.id, partner.status.as_str());
     Ok((partner, issued))
 }
 
 /// Issues an additional credential of `kind`; the existing ones stay valid until revoked.
-pub async fn rotate(store: &Store, partner_id: &str, kind: CredentialKind) -> Result<IssuedSecret, Error> {
+pub async fn rotate(
+    store: &Store,
+    partner_id: &str,
+    kind: CredentialKind,
+    actor: &Actor,
+) -> Result<IssuedSecret, Error> {
     store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
     let id = Uuid::now_v7();
     let (secret, stored) = match kind {
@@ -51,20 +61,29 @@ pub async fn rotate(store: &Store, partner_id: &str, kind: CredentialKind) -> Re
         }
     };
     store.add_credential(partner_id, kind, (id, &stored), Utc::now()).await?;
+    logged(actor, "partner.credential.issue", &partner_id, &id.to_string());
     Ok(IssuedSecret { credential_id: id, kind, secret })
 }
 
-pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid) -> Result<(), Error> {
+pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid, actor: &Actor) -> Result<(), Error> {
     if store.revoke_credential(partner_id, credential, Utc::now()).await? {
+        logged(actor, "partner.credential.revoke", &partner_id, &credential.to_string());
         Ok(())
     } else {
         Err(Error::NotFound(format!("no active credential {credential} of partner {partner_id:?}")))
     }
 }
 
-pub async fn set_status(store: &Store, partner_id: &str, status: PartnerStatus) -> Result<Partner, Error> {
+pub async fn set_status(
+    store: &Store,
+    partner_id: &str,
+    status: PartnerStatus,
+    actor: &Actor,
+) -> Result<Partner, Error> {
     if !store.set_partner_status(partner_id, status).await? {
         return Err(no_partner(partner_id));
     }
-    store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))
+    let partner = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
+    logged(actor, "partner.status", &partner_id, partner.status.as_str());
+    Ok(partner)
 }

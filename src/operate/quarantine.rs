@@ -5,23 +5,25 @@ use chrono::Utc;
 use std::sync::Arc;
 use uuid::Uuid;
 
-use super::Error;
+use super::{Actor, Error, logged};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::ingest::Ingest;
 use crate::store::Store;
 
 /// Releases a held delivery: parsed again under its partner's current settings and recorded.
-pub async fn release(ingest: &Ingest, id: Uuid) -> Result<Quarantined, Error> {
+pub async fn release(ingest: &Ingest, id: Uuid, actor: &Actor) -> Result<Quarantined, Error> {
     let store = ingest.store();
     let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
     let partner = store.partner(held.entry.partner_id.as_str()).await?;
     let partner =
         partner.ok_or_else(|| Error::NotFound(format!("no partner {:?}", held.entry.partner_id)))?;
-    Ok(ingest.release(held, Arc::new(partner)).await?)
+    let released = ingest.release(held, Arc::new(partner)).await?;
+    logged(actor, "quarantine.release", &id, released.status.as_str());
+    Ok(released)
 }
 
 /// Discards a held delivery: it is never booked.
-pub async fn discard(store: &Store, id: Uuid) -> Result<Quarantined, Error> {
+pub async fn discard(store: &Store, id: Uuid, actor: &Actor) -> Result<Quarantined, Error> {
     let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
     if held.entry.status != QuarantineStatus::Held {
         return Err(Error::WrongState(format!(
@@ -30,7 +32,10 @@ pub async fn discard(store: &Store, id: Uuid) -> Result<Quarantined, Error> {
         )));
     }
     let discarded = store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
-    discarded.ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))
+    let discarded =
+        discarded.ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))?;
+    logged(actor, "quarantine.discard", &id, discarded.status.as_str());
+    Ok(discarded)
 }
 
 fn no_entry(id: Uuid) -> Error {

@@ -111,18 +111,27 @@ pub fn log_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("logs")
 }
 
+/// This test process's log file in [`log_dir`].
+fn process_log_path() -> PathBuf {
+    let test = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.file_stem().map(|s| s.to_string_lossy().into_owned()));
+    log_dir().join(format!("{}-{}.log", test.unwrap_or_default(), std::process::id()))
+}
+
+/// The lines logged so far by this test process's servers that hold every one of `parts`.
+pub fn logged_lines(parts: &[&str]) -> Vec<String> {
+    let log = std::fs::read_to_string(process_log_path()).unwrap_or_default();
+    log.lines().filter(|line| parts.iter().all(|part| line.contains(part))).map(str::to_owned).collect()
+}
+
 /// Sends this test process's server logs (JSON, `edi_inbox` at debug) to a file of its own in
 /// [`log_dir`], once.
 fn capture_logs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let dir = log_dir();
-        let _ = std::fs::create_dir_all(&dir);
-        let test = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.file_stem().map(|s| s.to_string_lossy().into_owned()));
-        let path = dir.join(format!("{}-{}.log", test.unwrap_or_default(), std::process::id()));
-        if let Ok(file) = std::fs::File::create(path) {
+        let _ = std::fs::create_dir_all(log_dir());
+        if let Ok(file) = std::fs::File::create(process_log_path()) {
             let _ = tracing_subscriber::fmt()
                 .json()
                 .with_env_filter(tracing_subscriber::EnvFilter::new("info,sqlx=warn,edi_inbox=debug"))

@@ -30,6 +30,7 @@ pub(super) mod as2;
 mod body;
 mod deliver;
 pub mod doors;
+mod examples;
 mod respond;
 
 pub use respond::IDEMPOTENT_REPLAYED;
@@ -100,13 +101,13 @@ impl Attempt {
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(
-            (String = "application/edi-x12", example = json!(doors::example_x12(9144))),
-            (String = "application/edifact", example = json!(doors::EXAMPLE_EDIFACT)),
-            (String = "application/edi-consent", example = json!(doors::example_x12(9149))),
-            (String = "text/plain", example = json!(doors::example_x12(9145))),
-            (String = "application/octet-stream", example = json!(doors::example_x12(9150))),
-            (doors::CloudEvent = "application/cloudevents+json", example = json!(doors::example_cloud_event())),
-            (doors::PushRequest = "application/json", example = json!(doors::example_pubsub_push())),
+            (String = "application/edi-x12", example = json!(examples::example_x12(9144))),
+            (String = "application/edifact", example = json!(examples::EXAMPLE_EDIFACT)),
+            (String = "application/edi-consent", example = json!(examples::example_x12(9149))),
+            (String = "text/plain", example = json!(examples::example_x12(9145))),
+            (String = "application/octet-stream", example = json!(examples::example_x12(9150))),
+            (doors::CloudEvent = "application/cloudevents+json", example = json!(examples::example_cloud_event())),
+            (doors::PushRequest = "application/json", example = json!(examples::example_pubsub_push())),
             (String = "application/pkcs7-mime"),
             (String = "multipart/signed"),
         )

@@ -28,6 +28,9 @@ pub struct RegisteredPartner {
 }
 
 /// List partners.
+///
+/// Every registered partner with its identities, policies and credentials (kind and dates, never
+/// a secret).
 #[utoipa::path(get, path = "/v1/admin/partners", tag = "admin", security(("admin_token" = [])),
     responses(
         (status = 200, description = "All partners", body = [Partner]),
@@ -38,6 +41,9 @@ pub async fn list_partners(State(ctx): State<ApiContext>) -> Result<Json<Vec<Par
 }
 
 /// Register a partner; its first API key and signing secret are in the response, and only there.
+///
+/// Its sender identities must be free (409 `already-exists` otherwise); identities, AS2 settings,
+/// Pub/Sub accounts and SNS topics are checked (400 `invalid-request` naming the field).
 #[utoipa::path(post, path = "/v1/admin/partners", tag = "admin", security(("admin_token" = [])),
     request_body = NewPartner,
     responses(
@@ -55,6 +61,8 @@ pub async fn create_partner(
 }
 
 /// Read one partner (credentials listed without their secrets).
+///
+/// 404 `not-found` for an unknown id.
 #[utoipa::path(get, path = "/v1/admin/partners/{id}", tag = "admin", security(("admin_token" = [])),
     params(("id" = String, Path, description = "Partner id")),
     responses(
@@ -74,6 +82,9 @@ pub struct StatusChange {
 }
 
 /// Suspend or reactivate a partner.
+///
+/// A suspended partner's deliveries are refused (403 `forbidden-sender`) on every door until it is
+/// activated; what it delivered before stays.
 #[utoipa::path(put, path = "/v1/admin/partners/{id}/status", tag = "admin", security(("admin_token" = [])),
     params(("id" = String, Path, description = "Partner id")),
     request_body = StatusChange,
@@ -96,6 +107,8 @@ pub struct CredentialRequest {
 }
 
 /// Issue an additional credential (rotation: the older ones stay valid until revoked).
+///
+/// The new API key or webhook secret is in the response, and only there.
 #[utoipa::path(post, path = "/v1/admin/partners/{id}/credentials", tag = "admin", security(("admin_token" = [])),
     params(("id" = String, Path, description = "Partner id")),
     request_body = CredentialRequest,
@@ -114,6 +127,8 @@ pub async fn issue_credential(
 }
 
 /// Revoke a credential.
+///
+/// Requests with it are refused from then on (401); the partner's other credentials keep working.
 #[utoipa::path(delete, path = "/v1/admin/partners/{id}/credentials/{credential}", tag = "admin",
     security(("admin_token" = [])),
     params(("id" = String, Path, description = "Partner id"), ("credential" = Uuid, Path, description = "Credential id")),

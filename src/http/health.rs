@@ -13,6 +13,9 @@ use super::{ApiContext, auth};
 use crate::store::{OutboxStats, StoreError, Synchronous};
 
 /// Liveness: the process serves HTTP.
+///
+/// Asks nothing of the database: a load balancer restarts what fails this, and a database outage is
+/// no reason to restart. Public in every mode.
 #[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses(
     (status = 200, description = "Alive", body = String),
     (status = 400, description = "`invalid-request`: a NUL in the URL (refused on every route)", body = Problem, content_type = "application/problem+json"),
@@ -81,8 +84,11 @@ impl From<OutboxStats> for Backlog {
     }
 }
 
-/// Readiness: the database answers and all migrations are applied; with the admin token (or in
-/// open mode) also the accounting backlog and the relay lag.
+/// Readiness: the database answers and all migrations are applied.
+///
+/// 503 `unavailable` otherwise, or, with `--require-synchronous-standby`, while no synchronous
+/// standby streams. With the admin token (or in open mode) it also shows the accounting backlog,
+/// the relay lag, the PostgreSQL primary and its synchronous standby.
 #[utoipa::path(
     get,
     path = "/readyz",

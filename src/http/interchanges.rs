@@ -140,6 +140,9 @@ pub struct InterchangeQuery {
 }
 
 /// List interchanges, newest first.
+///
+/// Filter by sender, control number and status; page with `cursor`. Each shows how often its key
+/// was delivered.
 #[utoipa::path(
     get,
     path = "/v1/interchanges",

@@ -16,6 +16,9 @@ use crate::inbox::resource::{InvoiceResource, Page};
 use crate::store::InvoiceFilter;
 
 /// Read one invoice with its lines.
+///
+/// As booked: parties, dates, currency, lines, allowances and charges, taxes, payment terms and
+/// totals, with where each value was read, and its state with the accounting API.
 #[utoipa::path(
     get,
     path = "/v1/invoices/{id}",
@@ -51,6 +54,8 @@ pub struct InvoiceQuery {
 }
 
 /// List invoices with their lines, newest first.
+///
+/// Filter by interchange, invoice number and state with the accounting API; page with `cursor`.
 #[utoipa::path(
     get,
     path = "/v1/invoices",

@@ -113,6 +113,10 @@ pub async fn track(request: Request, next: Next) -> Response {
 }
 
 /// Prometheus metrics.
+///
+/// Deliveries and requests by outcome, latencies, refused connections, security events, the
+/// outbox and relay, the purge, failovers and writable hosts, in Prometheus' text format. Needs
+/// the admin token with partner authentication.
 #[utoipa::path(get, path = "/metrics", tag = "operations", security((), ("admin_token" = [])), responses((status = 200, description = "Prometheus text format", body = String)))]
 pub async fn metrics(State(ctx): State<ApiContext>) -> impl IntoResponse {
     let (size, idle) = ctx.store.pool_connections();

@@ -29,7 +29,8 @@ handshake), Google Pub/Sub push (its OIDC token verified), AWS SNS (its signatur
 (S/MIME decrypted and verified, answered with an MDN) all POST to `/v1/interchanges`; the key stays the EDI key. \
 Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin/quarantine` and \
 `/v1/admin/sns-subscriptions`. `edi-inbox consume` reads the same interchanges from RabbitMQ or NATS JetStream.",
-        license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0")
+        license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0"),
+        contact(name = "The edi-inbox maintainers")
     ),
     tags(
         (name = "interchanges", description = "Receive interchanges exactly once and read them back"),

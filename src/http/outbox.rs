@@ -31,6 +31,9 @@ pub struct OutboxQuery {
 }
 
 /// List outbox messages, newest first.
+///
+/// One message per booked invoice for the accounting API, with its status (`pending`, `delivered`,
+/// `dead`, `discarded`), attempts and last error; filter by status, page with `cursor`.
 #[utoipa::path(get, path = "/v1/admin/outbox", tag = "admin", security(("admin_token" = [])),
     params(OutboxQuery),
     responses(
@@ -46,6 +49,9 @@ pub async fn list_outbox(
 }
 
 /// Send a dead message again, with a fresh budget of attempts.
+///
+/// Only a `dead` message is retried (409 `wrong-state` otherwise); the relay sends it at once, with
+/// the same `Idempotency-Key`, so the accounting API books it at most once.
 #[utoipa::path(post, path = "/v1/admin/outbox/{id}/retry", tag = "admin", security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Outbox message id")),
     responses(
@@ -58,6 +64,9 @@ pub async fn retry_message(State(ctx): State<ApiContext>, Id(id): Id) -> Result<
 }
 
 /// Give up on a dead message: it is never sent.
+///
+/// Only a `dead` message is discarded (409 `wrong-state` otherwise). The invoice stays booked here;
+/// its `accounting` state says it was given up.
 #[utoipa::path(post, path = "/v1/admin/outbox/{id}/discard", tag = "admin", security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Outbox message id")),
     responses(

@@ -31,6 +31,10 @@ pub struct QuarantineQuery {
 }
 
 /// List quarantined deliveries, newest first.
+///
+/// Deliveries of partners with `conflict_policy` or `on_mismatch` `quarantine` that would have been
+/// refused, held for an operator with their problem; filter by status (`held`, `released`,
+/// `discarded`).
 #[utoipa::path(get, path = "/v1/admin/quarantine", tag = "admin", security(("admin_token" = [])),
     params(QuarantineQuery),
     responses(
@@ -60,6 +64,8 @@ pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<J
 }
 
 /// Give up on a held delivery.
+///
+/// Only a held delivery is discarded (409 `wrong-state` otherwise); it is never booked.
 #[utoipa::path(post, path = "/v1/admin/quarantine/{id}/discard", tag = "admin", security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Quarantine entry id")),
     responses(
@@ -71,6 +77,8 @@ pub async fn discard_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<J
 }
 
 /// List the SNS subscription and unsubscribe confirmations received, newest first.
+///
+/// Each kept once, however often SNS resends it, with its topic, token and `subscribe_url`.
 #[utoipa::path(get, path = "/v1/admin/sns-subscriptions", tag = "admin", security(("admin_token" = [])),
     params(PageQuery),
     responses((status = 200, description = "One page of the kept confirmation messages", body = Page<SnsSubscription>)))]

@@ -34,13 +34,7 @@ const PEM: &str = "application/pem-certificate-chain";
 )]
 pub async fn certificate(State(ctx): State<ApiContext>, headers: HeaderMap) -> Result<Response, ApiError> {
     let certificate = ctx.as2.certificate().ok_or(ApiError::NotFound)?;
-    let der = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|range| range.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case(DER));
-    let (media_type, body) = match der {
+    let (media_type, body) = match super::representation::accepts(&headers, DER) {
         true => (DER, certificate.to_der()),
         false => (PEM, certificate.to_pem()),
     };

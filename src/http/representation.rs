@@ -29,11 +29,7 @@ impl Representation {
     pub fn asked(headers: &HeaderMap) -> Option<Representation> {
         let values =
             |name| headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
-        let accepts_edi = values(header::ACCEPT).any(|range| {
-            let media_type = range.split(';').next().unwrap_or_default().trim();
-            media_type.eq_ignore_ascii_case("application/edi-x12")
-                || media_type.eq_ignore_ascii_case("application/edifact")
-        });
+        let accepts_edi = accepts(headers, "application/edi-x12") || accepts(headers, "application/edifact");
         let preferred = values(HeaderName::from_static("prefer")).find_map(|preference| {
             let (name, value) = preference.split(';').next().unwrap_or_default().split_once('=')?;
             let value = value.trim().trim_matches('"');
@@ -69,6 +65,16 @@ impl Representation {
             Representation::Full | Representation::Ack => Ok((stored, None)),
         }
     }
+}
+
+/// Whether the request's `Accept` names `media_type` (parameters and quality ignored).
+pub fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|range| range.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case(media_type))
 }
 
 /// The media type of an acknowledgement of `standard`.

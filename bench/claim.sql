@@ -1,6 +1,6 @@
 -- pgbench script: what edi-inbox sends PostgreSQL for one first delivery of tests/fixtures/x12/810-single.edi
--- (the one statement of src/store/postgres.rs: claim + documents + invoice + lines + acknowledgement +
--- audit row, its parameters written out), with a fresh key per transaction. Colons in
+-- (the one statement of src/store/postgres.rs: claim + payload + documents + invoice + lines +
+-- acknowledgement + audit row, its parameters written out), with a fresh key per transaction. Colons in
 -- literals are written as chr(58): pgbench would read them as variables. Keys are sequential per client
 -- and ids time-ordered (a millisecond prefix, like the service's UUIDv7), so the indexes see the same
 -- insertion pattern as under the service. Run with `-D k=0`.
@@ -8,13 +8,16 @@
 \set n :client_id * 1000000000 + :k
 WITH claim AS (
     INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier,
-        receiver_id, control_number, payload_sha256, payload, content_type, status, response_body,
+        receiver_id, control_number, payload_sha256, content_type, status, response_body,
         received_at, processed_at)
     VALUES ((lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'i'), 1, 20))::uuid, concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), (:n)::text, 'x12', 'ZZ', 'ACMESUPPLY', 'ZZ', 'BUYERCO',
         (:n)::text, 'f2ef63ef6a6a4b993f17838228781b013b20a8b94f36fad0135f64f26072e2a3',
-        convert_to(repeat('x', 735), 'UTF8'), 'application/edi-x12', 'processed', repeat('r', 1284), now(), now())
+        'application/edi-x12', 'processed', repeat('r', 1284), now(), now())
     ON CONFLICT (source, message_id) DO NOTHING
-    RETURNING id
+    RETURNING id, received_at
+), payloads_written AS (
+    INSERT INTO payloads (inbox_id, received_at, body)
+    SELECT claim.id, claim.received_at, convert_to(repeat('x', 735), 'UTF8') FROM claim
 ), documents_written AS (
     INSERT INTO documents (id, inbox_id, position, doc_type, control_number)
     SELECT d.id, claim.id, d.position, d.doc_type, d.control_number

@@ -2,7 +2,9 @@
 //! CONCURRENCY connections for SECONDS, then prints requests per second and latency percentiles.
 //! `unique` gives every request a new ISA13 (first deliveries, 201); `replay` sends one interchange
 //! again and again (after its first delivery every answer is a 200 replay). With
-//! `EDI_INBOX_LOAD_API_KEY` set, requests carry it as `Authorization: Bearer`.
+//! `EDI_INBOX_LOAD_API_KEY` set, requests carry it as `Authorization: Bearer`; with
+//! `EDI_INBOX_LOAD_SAMPLES=FILE`, every answered request is written to FILE as its send time (Unix
+//! seconds) and latency (ms), for figures over a window of the run (`bench/purge.sh`).
 //! `cargo run --release --example load -- URL [CONCURRENCY] [SECONDS] [unique|replay]`;
 //! `bench/load.sh` runs it next to pgbench.
 
@@ -54,6 +56,7 @@ async fn main() {
             let (post, next) = (post.clone(), Arc::clone(&next));
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
+                let mut sent_at = Vec::new();
                 let mut failures = 0u64;
                 while Instant::now() < deadline {
                     let control = if replay { first } else { next.fetch_add(1, Ordering::Relaxed) };
@@ -64,20 +67,29 @@ async fn main() {
                         Ok(response) if response.status() == expected => {
                             let _ = response.bytes().await;
                             latencies.push(sent.elapsed());
+                            sent_at.push(std::time::SystemTime::now() - sent.elapsed());
                         }
                         _ => failures += 1,
                     }
                 }
-                (latencies, failures)
+                (latencies, sent_at, failures)
             })
         })
         .collect();
     let mut latencies = Vec::new();
+    let mut samples = String::new();
     let mut failures = 0;
     for worker in workers {
-        let (mut own, failed) = worker.await.expect("worker");
+        let (mut own, sent_at, failed) = worker.await.expect("worker");
+        for (sent, latency) in sent_at.iter().zip(&own) {
+            let unix = sent.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+            samples.push_str(&format!("{unix:.6} {:.3}\n", latency.as_secs_f64() * 1e3));
+        }
         latencies.append(&mut own);
         failures += failed;
+    }
+    if let Ok(path) = std::env::var("EDI_INBOX_LOAD_SAMPLES") {
+        std::fs::write(&path, samples).expect("the samples file");
     }
     let elapsed = started.elapsed().as_secs_f64();
     latencies.sort();

@@ -3,6 +3,8 @@
 //! replay answers the stored bytes, and reading the invoice gives its tax as one entry of `taxes`
 //! and its product id as one entry of `product_ids`. 0013 (holding mismatches): a partner's
 //! identities and credentials survive SQLite's rebuild of `partners`, and its key still works.
+//! 0015 (retention by day): stored payloads move out of `inbox` (on PostgreSQL into day partitions,
+//! the audit trail too) with every byte, and the purge then drops them.
 
 mod common;
 
@@ -150,7 +152,55 @@ async fn a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_
     db.remove().await;
 }
 
+/// A database holding a payload and an audit row from March, upgraded: the payload reads back byte
+/// for byte, the audit row is still there, a replay is the stored answer, and a purge with a 30-day
+/// retention drops both (on PostgreSQL, their day partitions whole).
+async fn payloads_and_the_audit_trail_stored_before_day_partitions_survive_and_expire(backend: Backend) {
+    let db = TestDb::create(backend).await;
+    let payload = fixture("x12/810-single.edi");
+    let mut scratch = Vec::new();
+    let interchange = edi_inbox::edi::parse(&payload, &mut scratch, Default::default()).unwrap();
+    let ids = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
+    let attempt = match backend {
+        Backend::Sqlite => format!("X'{}'", Uuid::now_v7().simple()),
+        Backend::Postgres => format!("'{}'", Uuid::now_v7()),
+    };
+    let rows = format!(
+        "{}
+        INSERT INTO deliveries (id, source, message_id, outcome, status, body_bytes, received_at, door) \
+        VALUES ({attempt}, 'x12:ZZ:ACMESUPPLY', '000001142', 'replayed', 200, {}, '2026-03-17T10:16:00Z', 'direct');",
+        previous_rows(backend, &payload, interchange.fingerprint().as_str(), ids),
+        payload.len()
+    );
+    migrated_to(14, backend, &db.url, rows).await;
+
+    let store = edi_inbox::app::open_store(&database_config(&db.url)).await.unwrap();
+    let stored = store.payload(ids[0]).await.unwrap().expect("the payload moved");
+    assert_eq!((stored.0, stored.1.as_deref()), (payload.clone(), Some("application/edi-x12")));
+    assert_eq!(common::count(&db.url, "SELECT COUNT(*) FROM deliveries").await, 1, "the audit row moved");
+    let app = TestApp::start(&database_config(&db.url), &server_config()).await;
+    let replay = app.post(payload.clone(), "application/edi-x12").await;
+    assert_eq!((replay.status, replay.text.as_str()), (200, STORED_ANSWER));
+    app.stop().await;
+
+    let retention =
+        edi_inbox::jobs::purge::Retention { payloads: chrono::Duration::days(30), keys: None, batch: 10 };
+    let purged = edi_inbox::jobs::purge::purge(&store, retention, false).await.unwrap();
+    assert_eq!((purged.payloads, purged.attempts), (1, 1), "{purged:?}");
+    assert_eq!(store.payload(ids[0]).await.unwrap(), None);
+    let march = "SELECT COUNT(*) FROM deliveries WHERE received_at < '2026-04-01'";
+    assert_eq!(common::count(&db.url, march).await, 0);
+    if backend == Backend::Postgres {
+        let march =
+            "SELECT COUNT(*) FROM pg_class WHERE relname IN ('payloads_p20260317', 'deliveries_p20260317')";
+        assert_eq!(common::count(&db.url, march).await, 0, "March's partitions were dropped whole");
+    }
+    store.close().await;
+    db.remove().await;
+}
+
 both_backends!(
+    payloads_and_the_audit_trail_stored_before_day_partitions_survive_and_expire,
     an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures,
     a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_and_key
 );

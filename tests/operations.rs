@@ -1,6 +1,6 @@
 //! What operators and containers run: `edi-inbox config`, `edi-inbox probe`, the operator's
 //! commands (`quarantine`, `outbox`, `sns`: the admin API's use cases), and the retention purge (in
-//! batches during ingest, the key retention, one replica at a time).
+//! batches during ingest, the key retention, one replica at a time, whole days on PostgreSQL).
 
 mod common;
 
@@ -128,7 +128,10 @@ async fn purge_runs_in_batches_while_ingest_goes_on(backend: Backend) {
     let statuses = ingest.await.unwrap();
     assert!(statuses.iter().all(|s| *s == 201), "ingest during the purge: {statuses:?}");
     assert!(purged.payloads >= 200, "{purged:?}");
-    assert!(count(&h.db.url, "SELECT COUNT(*) FROM inbox WHERE payload IS NULL").await >= 200);
+    let without_payload =
+        "SELECT COUNT(*) FROM inbox i WHERE NOT EXISTS (SELECT 1 FROM payloads p WHERE p.inbox_id = i.id)";
+    assert!(count(&h.db.url, without_payload).await >= 200);
+    assert_eq!(count(&h.db.url, "SELECT COUNT(*) FROM inbox").await, 400, "the keys stay");
     let replay = h.app.post(numbered(1), "application/edi-x12").await;
     assert_eq!((replay.status, replay.text), (200, first.text), "the outcome outlives the body");
     store.close().await;
@@ -233,6 +236,82 @@ async fn one_replica_purges_at_a_time() {
     let purged = purge::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
     assert_eq!(purged.payloads, 1, "{purged:?}");
     store.close().await;
+    h.finish().await;
+}
+
+/// On PostgreSQL the purge drops whole days: every partition of payloads and audit rows whose day
+/// is past the retention goes with its rows counted (one an earlier run left detached too), the
+/// coming week's partitions exist, an operator's own table is left alone, and the detach waits for
+/// a reader of the old day without holding up a single delivery meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_purge_drops_expired_days_whole_without_holding_up_ingest() {
+    let h = Harness::start(Backend::Postgres).await;
+    assert_eq!(h.app.post(numbered(1), "application/edi-x12").await.status, 201);
+    let mut db = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
+    sqlx::raw_sql(
+        "SELECT edi_inbox_partition(t::regclass, current_date - d)
+            FROM unnest(ARRAY['payloads', 'deliveries']) AS t, unnest(ARRAY[100, 99]) AS d;
+        INSERT INTO payloads (inbox_id, received_at, body)
+            SELECT gen_random_uuid(), now() - interval '100 days', '\\x00' FROM generate_series(1, 3);
+        INSERT INTO payloads (inbox_id, received_at, body) VALUES (gen_random_uuid(), now() - interval '99 days', '\\x00');
+        INSERT INTO deliveries (id, outcome, status, body_bytes, received_at)
+            SELECT gen_random_uuid(), 'replayed', 200, 1, now() - interval '100 days' FROM generate_series(1, 2);
+        CREATE TABLE payloads_archive (body bytea);",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let day = |days_from_today: i32| {
+        let today = chrono::Utc::now().date_naive();
+        let day = today.checked_add_signed(chrono::Duration::days(days_from_today.into())).unwrap();
+        day.format("%Y%m%d").to_string()
+    };
+    // An earlier run that detached a day and stopped before dropping it.
+    let left = format!("payloads_p{}", day(-99));
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER TABLE payloads DETACH PARTITION {left}")))
+        .execute(&mut db)
+        .await
+        .unwrap();
+    // A reader of the oldest day: the detach must wait for it, and ingest must not wait for the detach.
+    let mut reader = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
+    let oldest = format!("payloads_p{}", day(-100));
+    sqlx::raw_sql(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ; \
+        SELECT COUNT(*) FROM payloads WHERE received_at < now() - interval '50 days'",
+    )
+    .execute(&mut reader)
+    .await
+    .unwrap();
+    let store = app::open_store(&database_config(&h.db.url)).await.unwrap();
+    let purging = tokio::spawn(async move {
+        let purged = purge::purge(&store, retention(chrono::Duration::days(30), None, 10), false).await;
+        store.close().await;
+        purged
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!purging.is_finished(), "the detach waits for the reader");
+    for n in 2..=20 {
+        let request =
+            h.app.client.post(h.app.url("/v1/interchanges")).timeout(std::time::Duration::from_secs(3));
+        let reply =
+            Reply::send(request.header("content-type", "application/edi-x12").body(numbered(n))).await;
+        assert_eq!(reply.status, 201, "delivery {n} while the purge waits: {}", reply.text);
+    }
+    sqlx::raw_sql("COMMIT").execute(&mut reader).await.unwrap();
+    let purged = purging.await.unwrap().unwrap();
+    assert_eq!((purged.payloads, purged.attempts), (4, 2), "{purged:?}");
+    let url = h.db.url.clone();
+    let exists = |name: String| {
+        let (sql, url) = (format!("SELECT COUNT(*) FROM pg_class WHERE relname = '{name}'"), url.clone());
+        async move { count(&url, &sql).await }
+    };
+    assert_eq!(exists(oldest).await, 0, "the oldest day was dropped");
+    assert_eq!(exists(left).await, 0, "the day left detached was dropped");
+    assert_eq!(exists(format!("deliveries_p{}", day(-100))).await, 0);
+    assert_eq!(exists("payloads_archive".into()).await, 1, "not a day partition");
+    assert_eq!(exists(format!("payloads_p{}", day(7))).await, 1, "a week ahead");
+    assert_eq!(exists(format!("deliveries_p{}", day(7))).await, 1);
+    assert_eq!(count(&h.db.url, "SELECT COUNT(*) FROM payloads").await, 20, "today's stay");
     h.finish().await;
 }
 

@@ -78,7 +78,9 @@ impl Store {
     /// An interchange's stored payload and its content type; `None` when there is no such
     /// interchange or its payload was purged.
     pub async fn payload(&self, id: Uuid) -> Result<Option<(Vec<u8>, Option<String>)>, StoreError> {
-        const SQL: &str = "SELECT payload, content_type FROM inbox WHERE id = $1 AND payload IS NOT NULL";
+        // The day of `received_at` names the one partition to read on PostgreSQL.
+        const SQL: &str = "SELECT p.body, i.content_type FROM inbox i \
+            JOIN payloads p ON p.inbox_id = i.id AND p.received_at = i.received_at WHERE i.id = $1";
         Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?))
     }
 }

@@ -55,6 +55,7 @@ mod filter;
 mod hosts;
 mod invoices;
 mod outbox;
+mod partitions;
 mod partners;
 mod postgres;
 mod purge;
@@ -322,11 +323,15 @@ impl Store {
         }
     }
 
-    /// Applies the migrations of this backend that are not applied yet.
+    /// Applies the migrations of this backend that are not applied yet; on PostgreSQL, then makes
+    /// the day partitions of the coming week.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match &self.db {
             Db::Postgres(postgres) => {
-                sqlx::migrate!("migrations/postgres").run(&postgres.primary.pool()).await?
+                let pool = postgres.primary.pool();
+                sqlx::migrate!("migrations/postgres").run(&pool).await?;
+                let mut conn = pool.acquire().await?;
+                partitions::create_ahead(&mut conn, &purge::PARTITIONED, chrono::Utc::now()).await?;
             }
             Db::Sqlite(sqlite) => sqlx::migrate!("migrations/sqlite").run(&sqlite.pool).await?,
         }

@@ -159,13 +159,14 @@ impl Store {
         Ok(stats)
     }
 
-    /// Stored interchanges and the arrival of the oldest payload not purged yet (its partial index).
+    /// Stored interchanges and the arrival of the oldest payload not purged yet (the first column of
+    /// the payloads' primary key).
     pub async fn storage_stats(&self) -> Result<StorageStats, StoreError> {
         const POSTGRES: &str = "SELECT COALESCE((SELECT n_live_tup FROM pg_stat_user_tables \
             WHERE relid = 'inbox'::regclass), 0) AS interchanges, \
-            (SELECT MIN(received_at) FROM inbox WHERE payload IS NOT NULL) AS oldest_payload";
+            (SELECT MIN(received_at) FROM payloads) AS oldest_payload";
         const SQLITE: &str = "SELECT (SELECT COUNT(*) FROM inbox) AS interchanges, \
-            (SELECT MIN(received_at) FROM inbox WHERE payload IS NOT NULL) AS oldest_payload";
+            (SELECT MIN(received_at) FROM payloads) AS oldest_payload";
         let sql = match self.db {
             Db::Postgres(_) => POSTGRES,
             Db::Sqlite(_) => SQLITE,

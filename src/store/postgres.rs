@@ -1,6 +1,6 @@
 //! PostgreSQL writes. Deliveries are recorded in batches (group commit, see `batch`): one statement
 //! claims every key of the batch (`INSERT … ON CONFLICT DO NOTHING` on the unique (source,
-//! message_id) index, in key order) and writes, for the deliveries whose row is their own, documents,
+//! message_id) index, in key order) and writes, for the deliveries whose row is their own, payloads, documents,
 //! invoices, lines, acknowledgements, audit rows and outbox messages from arrays; the same statement reads the rows
 //! that hold the other keys, writing nothing to them. One statement is one transaction and one
 //! commit for the batch, so a delivery and its effects commit together or not at all. A concurrent
@@ -21,7 +21,8 @@ use super::invoices::effect_rows;
 use super::rows;
 use super::tables::{
     self, AckArrays, AckRow, Arrays, DeliveryArrays, DeliveryRow, DocumentArrays, DocumentRow, InboxArrays,
-    InboxRow, InvoiceArrays, InvoiceRow, LineArrays, LineRow, OutboxArrays, OutboxRow, Table,
+    InboxRow, InvoiceArrays, InvoiceRow, LineArrays, LineRow, OutboxArrays, OutboxRow, PayloadArrays,
+    PayloadRow, Table,
 };
 
 use super::confirmed::watched;
@@ -80,10 +81,11 @@ impl Postgres {
 }
 
 /// The `$n` of [`claim_statement`], numbered from the tables' descriptions in the order they are
-/// bound: the inbox rows, documents, invoices, lines, acknowledgements and the placeholder of their
+/// bound: the inbox rows, payloads, documents, invoices, lines, acknowledgements and the placeholder of their
 /// control number, audit rows, outbox messages.
 struct Numbering {
     inbox: usize,
+    payloads: usize,
     documents: usize,
     invoices: usize,
     lines: usize,
@@ -97,7 +99,8 @@ struct Numbering {
 
 const NUMBERING: Numbering = {
     let inbox = 1;
-    let documents = inbox + tables::params(InboxRow::COLUMNS);
+    let payloads = inbox + tables::params(InboxRow::COLUMNS);
+    let documents = payloads + tables::params(PayloadRow::COLUMNS);
     let invoices = documents + tables::params(DocumentRow::COLUMNS);
     let lines = invoices + tables::params(InvoiceRow::COLUMNS);
     let acks = lines + tables::params(LineRow::COLUMNS);
@@ -105,7 +108,7 @@ const NUMBERING: Numbering = {
     let audit = ack_placeholder + 1;
     let outbox = audit + tables::params(DeliveryRow::COLUMNS);
     let total = outbox + tables::params(OutboxRow::COLUMNS) - 1;
-    Numbering { inbox, documents, invoices, lines, acks, ack_placeholder, audit, outbox, total }
+    Numbering { inbox, payloads, documents, invoices, lines, acks, ack_placeholder, audit, outbox, total }
 };
 
 /// `INSERT INTO table (columns) SELECT … FROM unnest(…) JOIN claim`: a table's rows of the claimed
@@ -121,20 +124,20 @@ fn effect<T: Table>(first: usize) -> String {
     )
 }
 
-/// The claim of a batch (`claim`, a CTE writing or updating `inbox` rows from `incoming`) with,
-/// for every row it returns, that delivery's documents, invoices, lines, acknowledgement (its
+/// The claim of a batch (`claim`, a CTE writing or updating `inbox` rows from `incoming`, and the
+/// CTEs of `also`) with, for every row it returns, that delivery's payload, documents, invoices, lines, acknowledgement (its
 /// control number from the cycling sequence, which never waits for another delivery's COMMIT),
 /// audit row and outbox messages; then `tail`. The arrays cover every delivery of the batch, each
 /// row naming its delivery; only claimed deliveries' rows are written.
-fn claim_statement(claim: &str, tail: &str) -> String {
+fn claim_statement(claim: &str, also: &str, tail: &str) -> String {
     let n = &NUMBERING;
     let audit = DeliveryRow::COLUMNS;
     // `transport_reused` is the last column: computed here, from the trail and the batch itself.
     let (reused, logged) = audit.split_last().map(|(last, rest)| (last.name, rest)).unwrap_or(("", audit));
     let at = |name| tables::param(audit, n.audit, name);
     format!(
-        "WITH incoming AS (SELECT * FROM {incoming}), claim AS ({claim}),
-        {documents}, {invoices}, {lines},
+        "WITH incoming AS (SELECT * FROM {incoming}), claim AS ({claim}),{also}
+        {payloads}, {documents}, {invoices}, {lines},
         ack_written AS (
             INSERT INTO acks (inbox_id, control_number, body, created_at)
             SELECT a.inbox_id, a.value, replace(a.body, ${placeholder}, lpad(a.value::text, 9, '0')), a.created_at
@@ -163,6 +166,7 @@ fn claim_statement(claim: &str, tail: &str) -> String {
             LEFT JOIN audit_written ON audit_written.inbox_id = claim.id
         {tail}",
         incoming = tables::unnest(InboxRow::COLUMNS, n.inbox, "i"),
+        payloads = effect::<PayloadRow>(n.payloads),
         documents = effect::<DocumentRow>(n.documents),
         invoices = effect::<InvoiceRow>(n.invoices),
         lines = effect::<LineRow>(n.lines),
@@ -193,6 +197,7 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
             tables::insert::<InboxRow>(),
             tables::select(InboxRow::COLUMNS, "i"),
         ),
+        "",
         "UNION ALL
         SELECT incoming.id, inbox.id, false, inbox.status, inbox.payload_sha256, inbox.response_body,
             NULL::bigint, false
@@ -207,16 +212,22 @@ const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_
     FROM inbox WHERE source = $1 AND message_id = $2";
 
 /// Overwrites a rejected attempt that still holds the previous fingerprint (the last parameter)
-/// with one delivery: every column but the key, and the purge mark cleared.
+/// with one delivery: every column but the key, and its stored payload replaced.
 static REPLACE_REJECTED: LazyLock<String> = LazyLock::new(|| {
+    let rejected = format!(
+        "held.source = i.source AND held.message_id = i.message_id AND held.status = 'rejected'
+            AND held.payload_sha256 = ${}",
+        NUMBERING.total + 1
+    );
     claim_statement(
         &format!(
-            "UPDATE inbox SET {}, payload_purged_at = NULL FROM incoming AS i
-            WHERE inbox.source = i.source AND inbox.message_id = i.message_id AND inbox.status = 'rejected'
-                AND inbox.payload_sha256 = ${}
-            RETURNING inbox.id, inbox.status, inbox.payload_sha256",
+            "UPDATE inbox AS held SET {} FROM incoming AS i WHERE {rejected}
+            RETURNING held.id, held.status, held.payload_sha256",
             tables::inbox_replaced_from("i"),
-            NUMBERING.total + 1
+        ),
+        &format!(
+            " payload_replaced AS (DELETE FROM payloads p USING inbox AS held, incoming AS i
+                WHERE {rejected} AND p.inbox_id = held.id AND p.received_at = held.received_at),"
         ),
         "",
     )
@@ -338,7 +349,7 @@ fn presized<'q>(sql: &'static str, jobs: &[Job]) -> ClaimQuery<'q> {
 /// Binds every parameter of [`CLAIM`] (or [`REPLACE_REJECTED`] but its last): each table's rows of
 /// `jobs` as arrays, in the order of [`NUMBERING`].
 fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
-    let mut inbox = InboxArrays::default();
+    let (mut inbox, mut payloads) = (InboxArrays::default(), PayloadArrays::default());
     let (mut documents, mut invoices, mut lines) =
         (DocumentArrays::default(), InvoiceArrays::default(), LineArrays::default());
     let (mut acks, mut audit, mut outbox) =
@@ -346,6 +357,7 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
     for job in jobs {
         let d = &*job.delivery;
         inbox.add(d.id(), rows::inbox_row(d));
+        payloads.add(d.id(), rows::payload_row(d));
         rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
         let (invoice_rows, line_rows) = effect_rows(d);
         invoice_rows.into_iter().for_each(|row| invoices.add(d.id(), row));
@@ -354,7 +366,7 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         audit.add(d.id(), job.audit_row(false).row());
         rows::outbox_rows(d).for_each(|row| outbox.add(d.id(), row));
     }
-    let query = lines.bind(invoices.bind(documents.bind(inbox.bind(query))));
+    let query = lines.bind(invoices.bind(documents.bind(payloads.bind(inbox.bind(query)))));
     outbox.bind(audit.bind(acks.bind(query).bind(ack::CONTROL_NUMBER)))
 }
 

@@ -1,12 +1,15 @@
-//! The retention purge, at scale: each kind of expired row goes in batches of `batch` rows, each
-//! batch its own short statement (on PostgreSQL taking only rows nobody has locked, `SKIP LOCKED`),
-//! so that ingest never waits behind it; on PostgreSQL one replica purges at a time (a session
-//! advisory lock; the others skip the run). A dry run counts instead.
+//! The retention purge, at scale. On PostgreSQL, payloads and the audit trail go a day partition at
+//! a time (`partitions`: detached and dropped whole); what is left of the day the horizon falls in,
+//! and every other kind of expired row, goes in batches of `batch` rows, each batch its own short
+//! statement (on PostgreSQL taking only rows nobody has locked, `SKIP LOCKED`; on SQLite, whose one
+//! writer ingest shares, followed by a pause as long as the batch took), so that ingest never waits
+//! behind it. On PostgreSQL one replica purges at a time (a session advisory lock; the others skip
+//! the run). A dry run counts instead.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Db, Store, StoreError};
+use super::{Db, Store, StoreError, partitions};
 
 /// The advisory lock key of the purge ("edi-inbo" in ASCII).
 const PURGE_LOCK: i64 = 0x6564_692d_696e_626f;
@@ -55,45 +58,63 @@ enum Horizon {
 struct Step {
     table: &'static str,
     filter: &'static str,
-    /// `SET …` for an UPDATE (`$3` is now), `None` to delete.
+    /// `SET …` for an UPDATE, `None` to delete.
     set: Option<&'static str>,
+    /// The primary key of a table partitioned by day on PostgreSQL (whose `ctid` names a row only
+    /// within its partition); `None` for the others.
+    partitioned_key: Option<&'static str>,
 }
 
 const PAYLOADS: Step = Step {
-    table: "inbox",
-    filter: "payload IS NOT NULL AND received_at < $1",
-    set: Some("payload = NULL, payload_purged_at = $3"),
+    table: "payloads",
+    filter: "received_at < $1",
+    set: None,
+    partitioned_key: Some("received_at, inbox_id"),
 };
-const ATTEMPTS: Step = Step { table: "deliveries", filter: "received_at < $1", set: None };
-const REFUSALS: Step = Step { table: "refusals", filter: "minute < $1", set: None };
+const ATTEMPTS: Step = Step {
+    table: "deliveries",
+    filter: "received_at < $1",
+    set: None,
+    partitioned_key: Some("id, received_at"),
+};
+const REFUSALS: Step = Step { table: "refusals", filter: "minute < $1", set: None, partitioned_key: None };
 const OUTBOX_PAYLOADS: Step = Step {
     table: "outbox",
     filter: "payload IS NOT NULL AND status IN ('delivered', 'discarded') AND created_at < $1",
     set: Some("payload = NULL"),
+    partitioned_key: None,
 };
 const QUARANTINE: Step = Step {
     table: "quarantine",
     filter: "status IN ('released', 'discarded') AND resolved_at < $1",
     set: None,
+    partitioned_key: None,
 };
-const SNS_MESSAGES: Step = Step { table: "sns_subscriptions", filter: "received_at < $1", set: None };
-const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None };
+const SNS_MESSAGES: Step =
+    Step { table: "sns_subscriptions", filter: "received_at < $1", set: None, partitioned_key: None };
+const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None, partitioned_key: None };
+
+/// The tables partitioned by day on PostgreSQL.
+pub(super) const PARTITIONED: [&str; 2] = [PAYLOADS.table, ATTEMPTS.table];
 
 impl Step {
     /// One batch: at most `$2` rows, on PostgreSQL only rows no other transaction holds.
     fn batch_sql(&self, db: &Db) -> String {
-        let (row, lock) = match db {
-            Db::Postgres(_) => ("ctid", " FOR UPDATE SKIP LOCKED"),
-            Db::Sqlite(_) => ("rowid", ""),
-        };
         let change = match self.set {
             Some(set) => format!("UPDATE {} SET {set}", self.table),
             None => format!("DELETE FROM {}", self.table),
         };
-        let rows = format!("SELECT {row} FROM {} WHERE {} LIMIT $2{lock}", self.table, self.filter);
-        match db {
-            Db::Postgres(_) => format!("{change} WHERE {row} = ANY(ARRAY({rows}))"),
-            Db::Sqlite(_) => format!("{change} WHERE {row} IN ({rows})"),
+        let rows = |row: &str, lock: &str| {
+            format!("SELECT {row} FROM {} WHERE {} LIMIT $2{lock}", self.table, self.filter)
+        };
+        match (db, self.partitioned_key) {
+            (Db::Postgres(_), Some(key)) => {
+                format!("{change} WHERE ({key}) IN ({})", rows(key, " FOR UPDATE SKIP LOCKED"))
+            }
+            (Db::Postgres(_), None) => {
+                format!("{change} WHERE ctid = ANY(ARRAY({}))", rows("ctid", " FOR UPDATE SKIP LOCKED"))
+            }
+            (Db::Sqlite(_), _) => format!("{change} WHERE rowid IN ({})", rows("rowid", "")),
         }
     }
 
@@ -126,14 +147,16 @@ macro_rules! run_step {
             let sql = step.batch_sql($db);
             let mut total = 0;
             loop {
+                let started = std::time::Instant::now();
                 let query = bind_horizon!(sqlx::query(sqlx::AssertSqlSafe(sql.clone())), horizon)
                     .bind(i64::from(run.batch));
-                let query =
-                    if step.set.is_some_and(|set| set.contains("$3")) { query.bind(run.now) } else { query };
                 let dropped = query.execute(&mut *$conn).await?.rows_affected();
                 total += dropped;
                 if dropped < u64::from(run.batch) {
                     break total;
+                }
+                if matches!($db, Db::Sqlite(_)) {
+                    tokio::time::sleep(started.elapsed()).await;
                 }
             }
         }
@@ -175,6 +198,8 @@ impl Store {
         match &self.db {
             Db::Postgres(postgres) => {
                 let mut conn = postgres.primary.pool().acquire().await?;
+                // Every replica makes the coming days' partitions, whichever purges.
+                partitions::create_ahead(&mut conn, &PARTITIONED, run.now).await?;
                 let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
                     .bind(PURGE_LOCK)
                     .fetch_one(&mut *conn)
@@ -182,7 +207,23 @@ impl Store {
                 if !locked {
                     return Ok(Purged { skipped: true, dry_run: run.dry_run, ..Purged::default() });
                 }
-                let purged = async { run_all!(&self.db, conn, run) }.await;
+                let purged = async {
+                    // Whole days first; the batches then find only the day the horizon falls in.
+                    let (mut payloads, mut attempts) = (0, 0);
+                    if !run.dry_run {
+                        payloads =
+                            partitions::drop_expired(&mut conn, PAYLOADS.table, run.payloads_before).await?;
+                        attempts =
+                            partitions::drop_expired(&mut conn, ATTEMPTS.table, run.payloads_before).await?;
+                    }
+                    let purged = run_all!(&self.db, conn, run)?;
+                    Ok::<Purged, StoreError>(Purged {
+                        payloads: purged.payloads + payloads,
+                        attempts: purged.attempts + attempts,
+                        ..purged
+                    })
+                }
+                .await;
                 let unlocked =
                     sqlx::query("SELECT pg_advisory_unlock($1)").bind(PURGE_LOCK).execute(&mut *conn).await;
                 if unlocked.is_err() {

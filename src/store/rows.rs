@@ -1,6 +1,6 @@
 //! Multi-row INSERTs on either engine: rows go in chunks that stay far below the engines'
 //! bound-parameter limits (SQLite's is 32,766). And the rows a delivery writes, built from it in
-//! one place for both engines: its `inbox` row, documents, acknowledgement, outbox messages, and
+//! one place for both engines: its `inbox` row, payload, documents, acknowledgement, outbox messages, and
 //! the `deliveries` row the audit trail writes for every attempt, first deliveries included.
 
 use std::borrow::Cow;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::audit::AttemptFacts;
 use super::position;
-use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, Table};
+use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, PayloadRow, Table};
 use crate::edi::ack;
 use crate::inbox::Delivery;
 use crate::inbox::outbox::{self, AccountingStatus};
@@ -115,13 +115,17 @@ pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
         receiver_id: &d.envelope().receiver.id,
         control_number: &d.envelope().control_number,
         payload_sha256: d.fingerprint().as_str(),
-        payload: d.payload().as_ref(),
         content_type: d.content_type(),
         status: d.status().as_str(),
         response_body: d.response(),
         received_at: d.received_at(),
         processed_at: d.received_at(),
     }
+}
+
+/// The `payloads` row of a delivery.
+pub(super) fn payload_row(d: &Delivery) -> PayloadRow<'_> {
+    PayloadRow { inbox_id: d.id(), received_at: d.received_at(), body: d.payload().as_ref() }
 }
 
 /// The `documents` rows of a delivery.

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::batch::{self, Job};
 use super::invoices::effect_rows;
 use super::rows::{self, CHUNK_ROWS, insert_rows};
-use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow};
+use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, PayloadRow};
 use super::{StoreError, StoreOptions, audit};
 use crate::inbox::{Claim, Next, Outcome, decide};
 
@@ -121,15 +121,18 @@ const READ: &str =
 static INSERT_INBOX: LazyLock<String> = LazyLock::new(tables::insert::<InboxRow>);
 
 /// After [`INSERT_INBOX`] of one delivery: overwrites the rejected attempt holding its key if it
-/// still holds the previous fingerprint (bound after): every column but the key, the purge mark
-/// cleared.
+/// still holds the previous fingerprint (bound after): every column but the key.
 static REPLACE_REJECTED: LazyLock<String> = LazyLock::new(|| {
     format!(
-        " ON CONFLICT (source, message_id) DO UPDATE SET {}, payload_purged_at = NULL
+        " ON CONFLICT (source, message_id) DO UPDATE SET {}
         WHERE inbox.status = 'rejected' AND inbox.payload_sha256 = ",
         tables::inbox_replaced_from("excluded")
     )
 });
+
+/// Drops the stored payload of the rejected attempt a delivery replaces.
+const DROP_REPLACED_PAYLOAD: &str = "DELETE FROM payloads WHERE inbox_id = \
+    (SELECT id FROM inbox WHERE source = $1 AND message_id = $2 AND status = 'rejected')";
 
 /// Records the jobs in the open transaction (the write lock is held: nobody else claims or replaces
 /// meanwhile), with a handful of statements whatever their number: one multi-row claim, a read for
@@ -165,6 +168,11 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
         match decide(holder, d) {
             Next::Done(outcome) => outcomes.push(Some(outcome)),
             Next::ReplaceRejected { previous_fingerprint } => {
+                sqlx::query(DROP_REPLACED_PAYLOAD)
+                    .bind(d.key().source.as_str())
+                    .bind(&d.key().message_id)
+                    .execute(&mut *tx)
+                    .await?;
                 QueryBuilder::new(INSERT_INBOX.as_str())
                     .push_values([d], |row, d| rows::inbox_row(d).push(row))
                     .push(REPLACE_REJECTED.as_str())
@@ -194,8 +202,8 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
 /// Largest acknowledgement control number; the sequence then starts again at 1.
 const MAX_ACK_CONTROL_NUMBER: i64 = 999_999_999;
 
-/// Writes documents, invoices, lines, acknowledgements, audit rows and outbox messages of the fresh deliveries in
-/// multi-row inserts; returns their acknowledgement control numbers, in order.
+/// Writes payloads, documents, invoices, lines, acknowledgements, audit rows and outbox messages of
+/// the fresh deliveries in multi-row inserts; returns their acknowledgement control numbers, in order.
 async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<i64>, StoreError> {
     if fresh.is_empty() {
         return Ok(Vec::new());
@@ -209,6 +217,8 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     let numbers: Vec<i64> =
         (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
     let conn = &mut *tx;
+    let payloads: Vec<PayloadRow> = fresh.iter().map(|job| rows::payload_row(&job.delivery)).collect();
+    insert_rows(conn, &payloads, "").await?;
     let documents: Vec<DocumentRow> =
         fresh.iter().flat_map(|job| rows::document_rows(&job.delivery)).collect();
     insert_rows(conn, &documents, "").await?;

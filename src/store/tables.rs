@@ -1,5 +1,5 @@
-//! One description per table a delivery writes (`inbox`, `documents`, `invoices`, `invoice_lines`,
-//! `acks`, `deliveries`, `outbox`): its columns in order, each with the array type PostgreSQL binds
+//! One description per table a delivery writes (`inbox`, `payloads`, `documents`, `invoices`,
+//! `invoice_lines`, `acks`, `deliveries`, `outbox`): its columns in order, each with the array type PostgreSQL binds
 //! it as and the cast into the column, and how a row binds them. Both engines' statements are made
 //! from it: a multi-row `VALUES` binds rows ([`Bind::push`], either engine: SQLite's writes and the
 //! background audit trail); PostgreSQL's claim binds one array per column ([`Arrays`]) and
@@ -167,7 +167,7 @@ macro_rules! table {
 }
 
 table! {
-    /// An `inbox` row: the key claimed, the envelope, the payload and the stored answer.
+    /// An `inbox` row: the key claimed, the envelope and the stored answer.
     InboxRow, InboxArrays, "inbox" {
         id: Uuid = "uuid",
         source: &'a str = "text",
@@ -179,12 +179,21 @@ table! {
         receiver_id: &'a str = "text",
         control_number: &'a str = "text",
         payload_sha256: &'a str = "text",
-        payload: &'a [u8] = "bytea",
         content_type: Option<&'a str> = "text",
         status: &'static str = "text",
         response_body: &'a str = "text",
         received_at: DateTime<Utc> = "timestamptz",
         processed_at: DateTime<Utc> = "timestamptz",
+    }
+}
+
+table! {
+    /// A `payloads` row: an interchange's body as received, kept until the retention drops its day
+    /// (on PostgreSQL, the table is partitioned by day of `received_at`).
+    PayloadRow, PayloadArrays, "payloads" {
+        inbox_id: Uuid = "uuid",
+        received_at: DateTime<Utc> = "timestamptz",
+        body: &'a [u8] = "bytea",
     }
 }
 

@@ -18,7 +18,7 @@ fresh_pg edi_inbox_purge
 url=$server_url/edi_inbox_purge
 target/release/edi-inbox --database-url "$url" migrate 2>/dev/null
 echo "seeding 600,000 expired payloads and audit rows ..." >&2
-psql -X -q -v ON_ERROR_STOP=1 "$url" <<'SQL'
+psql -X -q -o /dev/null -v ON_ERROR_STOP=1 "$url" <<'SQL'
 SELECT edi_inbox_partition(t::regclass, current_date - d)
     FROM unnest(ARRAY['payloads', 'deliveries']) AS t, generate_series(30, 36) AS d;
 CREATE TEMPORARY TABLE seeded AS
@@ -35,7 +35,7 @@ INSERT INTO deliveries (id, inbox_id, source, message_id, outcome, status, reque
 VACUUM ANALYZE payloads;
 VACUUM ANALYZE deliveries;
 SQL
-RUST_LOG=warn start_server "$work/server.log" target/release/edi-inbox --database-url "$url"
+RUST_LOG=warn,edi_inbox=info start_server "$work/server.log" target/release/edi-inbox --database-url "$url"
 target/release/examples/load "http://$address" 8 2 unique >/dev/null
 EDI_INBOX_LOAD_SAMPLES=$work/samples target/release/examples/load "http://$address" "$concurrency" "$seconds" \
   unique >"$work/load" &

@@ -1,5 +1,6 @@
 //! A 10 MiB interchange with 20,000 invoices is recorded in one transaction and replayed, on SQLite
-//! and PostgreSQL; the body limit is what the configuration says.
+//! and PostgreSQL; the body limit is what the configuration says; a large interchange (streamed
+//! with COPY on PostgreSQL) books what each of its messages books alone.
 
 mod common;
 
@@ -7,7 +8,9 @@ mod common;
 #[allow(dead_code)] // the EDIFACT generator serves the benchmarks
 mod corpus;
 
-use common::{Backend, Harness, server_config};
+use common::accounting::Accounting;
+use common::{Backend, Harness, Reply, accounting_config, server_config};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const MIB: usize = 1024 * 1024;
@@ -180,7 +183,82 @@ async fn a_delivery_is_asked_to_retry_while_the_budget_is_held(backend: Backend)
     h.finish().await;
 }
 
+/// The messages of the EDIFACT booking fixture (every party, tax and charge) as one interchange of
+/// `count` messages under control reference `reference`, message `n` numbered invoice `RE-n`; the
+/// seller's name holds a backslash and a `\N`, which the COPY text format must escape.
+fn interchange_of(count: usize, reference: &str) -> Vec<u8> {
+    let fixture =
+        String::from_utf8(common::fixture("booking/invoic-every-party-tax-and-charge.edi")).unwrap();
+    let fixture = fixture.replace("Muster Elektro GmbH", "Muster\\Elektro GmbH \\N");
+    let (start, end) = (fixture.find("UNH+").unwrap(), fixture.find("UNZ+").unwrap());
+    let head = fixture[..start].replace("+INV4711'", &format!("+{reference}'"));
+    let message = &fixture[start..end];
+    let messages: String = (1..=count)
+        .map(|n| {
+            message
+                .replace("UNH+1+", &format!("UNH+{n}+"))
+                .replace("UNT+48+1'", &format!("UNT+48+{n}'"))
+                .replace("BGM+380+RE-2026-4711+", &format!("BGM+380+RE-{n}+"))
+        })
+        .collect();
+    format!("{head}{messages}UNZ+{count}+{reference}'\n").into_bytes()
+}
+
+/// An invoice as booked, without what differs between two bookings of it (its ids).
+fn booked(mut invoice: Value) -> Value {
+    for id in ["id", "interchange_id"] {
+        invoice.as_object_mut().unwrap().remove(id);
+    }
+    invoice
+}
+
+/// A 70-message interchange, sent six times at once with an accounting API configured: one 201,
+/// five replays, 70 invoices each with its outbox message (documents, invoices, lines and outbox
+/// messages streamed with COPY on PostgreSQL). Its first invoice is, field by field, the invoice
+/// the same message books alone (bound as arrays), text escapes included, and its last is there.
+async fn a_large_interchange_books_what_each_message_books_alone(backend: Backend) {
+    let accounting = Accounting::start().await;
+    let config = accounting_config(&["--accounting-url", &accounting.url(), "--relay", "false"]);
+    let h = Harness::with_accounting(backend, server_config(), &config).await;
+    let large = interchange_of(70, "LARGE");
+    let racing: Vec<_> = (0..6)
+        .map(|_| {
+            let request = h
+                .app
+                .client
+                .post(h.app.url("/v1/interchanges"))
+                .header("content-type", "application/edifact");
+            tokio::spawn(Reply::send(request.body(large.clone())))
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for reply in racing {
+        statuses.push(reply.await.unwrap().status);
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 201], "one first delivery, the rest replays");
+    let alone = h.app.post(interchange_of(1, "ALONE"), "application/edifact").await;
+    assert_eq!(alone.status, 201, "{}", alone.text);
+
+    let invoices = h.app.all_invoices().await;
+    assert_eq!(invoices.len(), 71, "70 streamed once, and the one alone");
+    let numbered = |number: &str| -> Vec<Value> {
+        invoices.iter().filter(|invoice| invoice["number"] == number).cloned().collect()
+    };
+    let first = numbered("RE-1");
+    assert_eq!(first.len(), 2);
+    assert_eq!(booked(first[0].clone()), booked(first[1].clone()), "streamed and bound book alike");
+    assert_eq!(first[0]["seller"]["name"], "Muster\\Elektro GmbH \\N");
+    assert_eq!(first[0]["accounting"]["status"], "pending", "its outbox message is there");
+    assert_eq!(first[0]["lines"].as_array().map(Vec::len), Some(2));
+    let last = numbered("RE-70");
+    assert_eq!((last.len(), &last[0]["total"]), (1, &Value::from("5767.10")));
+    assert!(invoices.iter().all(|invoice| invoice["accounting"]["status"] == "pending"));
+    h.finish().await;
+}
+
 both_backends!(
+    a_large_interchange_books_what_each_message_books_alone,
     ten_mib_interchange_is_recorded_in_one_transaction,
     a_minimal_answer_leaves_out_the_lines,
     shutdown_finishes_deliveries_in_flight,

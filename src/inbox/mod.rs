@@ -328,6 +328,14 @@ impl Delivery {
             + self.lines() * PER_LINE
     }
 
+    /// The bytes the claim statement binds for this delivery when its documents, invoices, lines
+    /// and outbox messages are streamed after it instead.
+    pub fn claimed_bytes(&self) -> usize {
+        /// The inbox, acknowledgement and audit rows but their texts counted here.
+        const PER_DELIVERY: usize = 1024;
+        self.payload.len() + self.response.len() + self.ack.len() + PER_DELIVERY
+    }
+
     /// The bytes of memory recording this delivery holds at its peak, for the memory budget: the
     /// delivery itself, and what is written three times over (PostgreSQL's one statement is encoded
     /// into its parameters, then into the wire message, a buffer that grows by doubling).

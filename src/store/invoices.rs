@@ -277,46 +277,53 @@ impl JoinedLine {
 
 /// The invoice and line rows a delivery writes.
 pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<LineRow<'_>>) {
+    (invoice_rows(delivery).collect(), line_rows(delivery).collect())
+}
+
+/// The `invoices` rows of a delivery.
+pub(super) fn invoice_rows(delivery: &Delivery) -> impl Iterator<Item = InvoiceRow<'_>> {
     fn field(party: &Option<Party>, get: fn(&Party) -> Option<&str>) -> Option<&str> {
         party.as_ref().and_then(get)
     }
-    let mut invoices = Vec::new();
-    let mut lines = Vec::new();
-    for (document, id, invoice) in delivery.invoices() {
-        invoices.push(InvoiceRow {
-            id,
-            inbox_id: delivery.id(),
-            document_id: document.id,
-            number: &invoice.number,
-            issue_date: invoice.issue_date.to_string(),
-            purchase_order: invoice.purchase_order.as_deref(),
-            currency: invoice.currency.as_deref(),
-            total: invoice.total.to_string(),
-            tax_total: invoice.tax_total.map(|d| d.to_string()),
-            tax_rate: invoice.tax_rate.map(|d| d.to_string()),
-            seller_name: field(&invoice.seller, |p| p.name.as_deref()),
-            seller_qualifier: field(&invoice.seller, |p| p.qualifier.as_deref()),
-            seller_id: field(&invoice.seller, |p| p.id.as_deref()),
-            buyer_name: field(&invoice.buyer, |p| p.name.as_deref()),
-            buyer_qualifier: field(&invoice.buyer, |p| p.qualifier.as_deref()),
-            buyer_id: field(&invoice.buyer, |p| p.id.as_deref()),
-            allowances_charges: to_json(&invoice.allowances_charges),
-            kind: invoice.kind.as_str(),
-            taxes: to_json(&invoice.taxes),
-            payment_terms: to_json(&invoice.payment_terms),
-            stated_totals: to_json(&invoice.stated_totals),
-            invoicee_name: field(&invoice.invoicee, |p| p.name.as_deref()),
-            invoicee_qualifier: field(&invoice.invoicee, |p| p.qualifier.as_deref()),
-            invoicee_id: field(&invoice.invoicee, |p| p.id.as_deref()),
-            payee_name: field(&invoice.payee, |p| p.name.as_deref()),
-            payee_qualifier: field(&invoice.payee, |p| p.qualifier.as_deref()),
-            payee_id: field(&invoice.payee, |p| p.id.as_deref()),
-            ship_to_name: field(&invoice.ship_to, |p| p.name.as_deref()),
-            ship_to_qualifier: field(&invoice.ship_to, |p| p.qualifier.as_deref()),
-            ship_to_id: field(&invoice.ship_to, |p| p.id.as_deref()),
-            sources: to_json(&invoice.sources),
-        });
-        lines.extend(invoice.lines.iter().map(|line| LineRow {
+    delivery.invoices().map(move |(document, id, invoice)| InvoiceRow {
+        id,
+        inbox_id: delivery.id(),
+        document_id: document.id,
+        number: &invoice.number,
+        issue_date: invoice.issue_date.to_string(),
+        purchase_order: invoice.purchase_order.as_deref(),
+        currency: invoice.currency.as_deref(),
+        total: invoice.total.to_string(),
+        tax_total: invoice.tax_total.map(|d| d.to_string()),
+        tax_rate: invoice.tax_rate.map(|d| d.to_string()),
+        seller_name: field(&invoice.seller, |p| p.name.as_deref()),
+        seller_qualifier: field(&invoice.seller, |p| p.qualifier.as_deref()),
+        seller_id: field(&invoice.seller, |p| p.id.as_deref()),
+        buyer_name: field(&invoice.buyer, |p| p.name.as_deref()),
+        buyer_qualifier: field(&invoice.buyer, |p| p.qualifier.as_deref()),
+        buyer_id: field(&invoice.buyer, |p| p.id.as_deref()),
+        allowances_charges: to_json(&invoice.allowances_charges),
+        kind: invoice.kind.as_str(),
+        taxes: to_json(&invoice.taxes),
+        payment_terms: to_json(&invoice.payment_terms),
+        stated_totals: to_json(&invoice.stated_totals),
+        invoicee_name: field(&invoice.invoicee, |p| p.name.as_deref()),
+        invoicee_qualifier: field(&invoice.invoicee, |p| p.qualifier.as_deref()),
+        invoicee_id: field(&invoice.invoicee, |p| p.id.as_deref()),
+        payee_name: field(&invoice.payee, |p| p.name.as_deref()),
+        payee_qualifier: field(&invoice.payee, |p| p.qualifier.as_deref()),
+        payee_id: field(&invoice.payee, |p| p.id.as_deref()),
+        ship_to_name: field(&invoice.ship_to, |p| p.name.as_deref()),
+        ship_to_qualifier: field(&invoice.ship_to, |p| p.qualifier.as_deref()),
+        ship_to_id: field(&invoice.ship_to, |p| p.id.as_deref()),
+        sources: to_json(&invoice.sources),
+    })
+}
+
+/// The `invoice_lines` rows of a delivery.
+pub(super) fn line_rows(delivery: &Delivery) -> impl Iterator<Item = LineRow<'_>> {
+    delivery.invoices().flat_map(|(_, id, invoice)| {
+        invoice.lines.iter().map(move |line| LineRow {
             invoice_id: id,
             line_number: i32::try_from(line.number).unwrap_or(i32::MAX),
             quantity: line.quantity.to_string(),
@@ -330,7 +337,6 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
             product_ids: to_json(&line.product_ids),
             allowances_charges: to_json(&line.allowances_charges),
             sources: to_json(&line.sources),
-        }));
-    }
-    (invoices, lines)
+        })
+    })
 }

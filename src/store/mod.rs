@@ -48,6 +48,7 @@ mod audit;
 mod batch;
 mod confirmed;
 mod console;
+mod copy;
 mod decode;
 mod durability;
 mod exports;

@@ -5,7 +5,9 @@
 //! that hold the other keys, writing nothing to them. One statement is one transaction and one
 //! commit for the batch, so a delivery and its effects commit together or not at all. A concurrent
 //! duplicate waits for the winner's COMMIT in the unique index and then sees its row: a replay or a
-//! conflict. No row is updated by more than one delivery.
+//! conflict. No row is updated by more than one delivery. A large delivery (see [`Effects`]) is
+//! claimed by the same statement with its documents, invoices, lines and outbox messages left out,
+//! and those are streamed with `COPY` in the same transaction before its one commit.
 
 use std::collections::HashMap;
 
@@ -17,7 +19,8 @@ use uuid::Uuid;
 use std::sync::{Arc, LazyLock};
 
 use super::batch::{self, Job};
-use super::invoices::effect_rows;
+use super::copy::copy_rows;
+use super::invoices::{self, effect_rows};
 use super::rows;
 use super::tables::{
     self, AckArrays, AckRow, Arrays, DeliveryArrays, DeliveryRow, DocumentArrays, DocumentRow, InboxArrays,
@@ -245,9 +248,45 @@ struct Claimed {
     claim: Claim,
 }
 
+/// How a delivery's documents, invoices, lines and outbox messages reach the database.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Effects {
+    /// As arrays bound to the claim statement, with every other delivery of its batch.
+    Bound,
+    /// Streamed with `COPY` after the claim, in its transaction: a delivery of at least
+    /// [`STREAMED_DOCUMENTS`] documents, whose arrays, encoded into the statement's parameters and
+    /// again into its wire message, would hold several times their size.
+    Streamed,
+}
+
+/// Documents from which a delivery's effects are streamed.
+const STREAMED_DOCUMENTS: usize = 64;
+
+impl Effects {
+    fn of(job: &Job) -> Effects {
+        match job.delivery.documents().len() >= STREAMED_DOCUMENTS {
+            true => Effects::Streamed,
+            false => Effects::Bound,
+        }
+    }
+}
+
 /// Records a batch with one statement. Should it fail, each delivery is recorded again with a
-/// statement of its own, so that a failure stays that delivery's.
+/// statement of its own, so that a failure stays that delivery's. A batch holding a large delivery
+/// is recorded one delivery at a time, the large ones streamed.
 async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreError>> {
+    if jobs.len() > 1 && jobs.iter().any(|job| Effects::of(job) == Effects::Streamed) {
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            outcomes.extend(Box::pin(record_batch(pool, std::slice::from_ref(job))).await);
+        }
+        return outcomes;
+    }
+    if let [job] = jobs
+        && Effects::of(job) == Effects::Streamed
+    {
+        return vec![record_streamed(pool, job).await];
+    }
     let mut claims = match claim(pool, jobs).await {
         Ok(claims) => claims,
         // Committed on the primary only: none of the batch is acknowledged (claimed again one by
@@ -273,10 +312,38 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
     outcomes
 }
 
+/// Records one large delivery: [`CLAIM`] without its effects, then, when the key is its own, its
+/// documents, invoices, lines and outbox messages streamed, and one commit; otherwise nothing was
+/// written and the holder decides, as for any delivery.
+async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError> {
+    let jobs = std::slice::from_ref(job);
+    let (claimed, local_only) = watched(async {
+        let mut tx = pool.begin().await?;
+        let query = bind_batch(presized(CLAIM.as_str(), jobs, Effects::Streamed), jobs, Effects::Streamed);
+        let claim = query.fetch_optional(&mut *tx).await?.map(|row| row.claim);
+        if claim.as_ref().is_some_and(|claim| claim.fresh) {
+            let d = &*job.delivery;
+            copy_rows(&mut tx, rows::document_rows(d)).await?;
+            copy_rows(&mut tx, invoices::invoice_rows(d)).await?;
+            copy_rows(&mut tx, invoices::line_rows(d)).await?;
+            copy_rows(&mut tx, rows::outbox_rows(d)).await?;
+            tx.commit().await?;
+        }
+        Ok::<_, StoreError>(claim)
+    })
+    .await;
+    let claim = claimed?;
+    if local_only {
+        return Err(StoreError::Unconfirmed);
+    }
+    resolve(pool, job, claim).await
+}
+
 /// Runs [`CLAIM`] for `jobs`: each claimed or already held key's row, by delivery id; `Unconfirmed`
 /// when its commit stands on the primary only.
 async fn claim(pool: &PgPool, jobs: &[Job]) -> Result<HashMap<Uuid, Claim>, StoreError> {
-    let (rows, local_only) = watched(bind_batch(presized(CLAIM.as_str(), jobs), jobs).fetch_all(pool)).await;
+    let query = bind_batch(presized(CLAIM.as_str(), jobs, Effects::Bound), jobs, Effects::Bound);
+    let (rows, local_only) = watched(query.fetch_all(pool)).await;
     let rows: Vec<Claimed> = rows?;
     if local_only {
         return Err(StoreError::Unconfirmed);
@@ -308,9 +375,11 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
         match decide(current, delivery) {
             Next::Done(outcome) => return Ok(outcome),
             Next::ReplaceRejected { previous_fingerprint } => {
+                let replaced = std::slice::from_ref(job);
                 let replace = bind_batch(
-                    presized(REPLACE_REJECTED.as_str(), std::slice::from_ref(job)),
-                    std::slice::from_ref(job),
+                    presized(REPLACE_REJECTED.as_str(), replaced, Effects::Bound),
+                    replaced,
+                    Effects::Bound,
                 )
                 .bind(previous_fingerprint.as_str());
                 let (replaced, local_only) = watched(replace.fetch_optional(pool)).await;
@@ -334,21 +403,22 @@ async fn resolve(pool: &PgPool, job: &Job, claim: Option<Claim>) -> Result<Outco
 
 type ClaimQuery<'q> = QueryAs<'q, sqlx::Postgres, Claimed, PgArguments>;
 
-/// `sql` with its parameters' buffer sized once for what `jobs` write: grown by doubling instead, a
+/// `sql` with its parameters' buffer sized once for what `jobs` bind: grown by doubling instead, a
 /// large interchange's parameters would hold up to twice their size.
-fn presized<'q>(sql: &'static str, jobs: &[Job]) -> ClaimQuery<'q> {
+fn presized<'q>(sql: &'static str, jobs: &[Job], effects: Effects) -> ClaimQuery<'q> {
     let mut arguments = PgArguments::default();
-    sqlx::Arguments::reserve(
-        &mut arguments,
-        NUMBERING.total,
-        jobs.iter().map(|job| job.delivery.written_bytes()).sum(),
-    );
+    let bytes = jobs.iter().map(|job| match effects {
+        Effects::Bound => job.delivery.written_bytes(),
+        Effects::Streamed => job.delivery.claimed_bytes(),
+    });
+    sqlx::Arguments::reserve(&mut arguments, NUMBERING.total, bytes.sum());
     sqlx::query_as_with(sql, arguments)
 }
 
 /// Binds every parameter of [`CLAIM`] (or [`REPLACE_REJECTED`] but its last): each table's rows of
-/// `jobs` as arrays, in the order of [`NUMBERING`].
-fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
+/// `jobs` as arrays, in the order of [`NUMBERING`]; with [`Effects::Streamed`], the arrays of
+/// documents, invoices, lines and outbox messages empty.
+fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> ClaimQuery<'q> {
     let (mut inbox, mut payloads) = (InboxArrays::default(), PayloadArrays::default());
     let (mut documents, mut invoices, mut lines) =
         (DocumentArrays::default(), InvoiceArrays::default(), LineArrays::default());
@@ -358,12 +428,15 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job]) -> ClaimQuery<'q> {
         let d = &*job.delivery;
         inbox.add(d.id(), rows::inbox_row(d));
         payloads.add(d.id(), rows::payload_row(d));
+        acks.add(d.id(), rows::ack_row(d, 0));
+        audit.add(d.id(), job.audit_row(false).row());
+        if effects == Effects::Streamed {
+            continue;
+        }
         rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
         let (invoice_rows, line_rows) = effect_rows(d);
         invoice_rows.into_iter().for_each(|row| invoices.add(d.id(), row));
         line_rows.into_iter().for_each(|row| lines.add(d.id(), row));
-        acks.add(d.id(), rows::ack_row(d, 0));
-        audit.add(d.id(), job.audit_row(false).row());
         rows::outbox_rows(d).for_each(|row| outbox.add(d.id(), row));
     }
     let query = lines.bind(invoices.bind(documents.bind(payloads.bind(inbox.bind(query)))));
@@ -392,7 +465,7 @@ mod tests {
         // REPLACE_REJECTED binds the same, then the previous fingerprint.
         assert_eq!(highest_parameter(&REPLACE_REJECTED), NUMBERING.total + 1);
         assert_eq!(DeliveryRow::COLUMNS.last().map(|c| c.name), Some("transport_reused"));
-        let mut query = bind_batch(presized(CLAIM.as_str(), &[]), &[]);
+        let mut query = bind_batch(presized(CLAIM.as_str(), &[], Effects::Bound), &[], Effects::Bound);
         let arguments = sqlx::Execute::take_arguments(&mut query).expect("bound").expect("arguments");
         assert_eq!(sqlx::Arguments::len(&arguments), highest_parameter(&CLAIM));
     }

@@ -4,7 +4,8 @@
 //! from it: a multi-row `VALUES` binds rows ([`Bind::push`], either engine: SQLite's writes and the
 //! background audit trail); PostgreSQL's claim binds one array per column ([`Arrays`]) and
 //! `unnest`s them, its `$n` numbered from the description ([`unnest`]), so that no statement keeps
-//! a hand-written order of positional parameters. A new column is one line here (and its migration).
+//! a hand-written order of positional parameters; a large delivery's rows are streamed with `COPY`
+//! ([`super::copy::CopyRow`]). A new column is one line here (and its migration).
 
 use std::borrow::Cow;
 
@@ -134,6 +135,14 @@ macro_rules! table {
         impl Bind<Postgres> for $row<'_> {
             fn push(&self, mut row: Separated<'_, Postgres, &'static str>) {
                 $(row.push_bind(&self.$field);)+
+            }
+        }
+
+        impl super::copy::CopyRow for $row<'_> {
+            fn write_line(&self, out: &mut Vec<u8>) {
+                $(super::copy::CopyText::write(&self.$field, out); out.push(b'\t');)+
+                out.pop();
+                out.push(b'\n');
             }
         }
 

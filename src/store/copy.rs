@@ -1,0 +1,166 @@
+//! `COPY … FROM STDIN` in PostgreSQL's text format: how each column value is written (escaped, or
+//! `\N`), a row as one line, and a table's rows streamed in chunks of [`CHUNK_BYTES`], so that a
+//! large interchange's documents, invoices and lines reach the database without a statement, its
+//! parameters or its wire message holding all of them at once.
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::tables::{self, Table};
+
+/// Bytes of rows sent to the server at a time.
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// A column value as the text format writes it.
+pub(super) trait CopyText {
+    fn write(&self, out: &mut Vec<u8>);
+}
+
+/// A row as one line of the text format: its columns in the table's order, tab-separated.
+pub(super) trait CopyRow {
+    fn write_line(&self, out: &mut Vec<u8>);
+}
+
+impl CopyText for str {
+    /// The text with the format's four special bytes escaped (backslash, tab, newline, return).
+    fn write(&self, out: &mut Vec<u8>) {
+        for &byte in self.as_bytes() {
+            match byte {
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                other => out.push(other),
+            }
+        }
+    }
+}
+
+impl CopyText for &str {
+    fn write(&self, out: &mut Vec<u8>) {
+        (**self).write(out);
+    }
+}
+
+impl CopyText for String {
+    fn write(&self, out: &mut Vec<u8>) {
+        self.as_str().write(out);
+    }
+}
+
+impl CopyText for Cow<'_, str> {
+    fn write(&self, out: &mut Vec<u8>) {
+        self.as_ref().write(out);
+    }
+}
+
+impl CopyText for &[u8] {
+    /// `bytea` in hex (`\x…`, its backslash escaped).
+    fn write(&self, out: &mut Vec<u8>) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.extend_from_slice(b"\\\\x");
+        for &byte in *self {
+            out.extend_from_slice(&[HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]]);
+        }
+    }
+}
+
+impl CopyText for Uuid {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
+    }
+}
+
+impl CopyText for i32 {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.to_string().as_bytes());
+    }
+}
+
+impl CopyText for i64 {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.to_string().as_bytes());
+    }
+}
+
+impl CopyText for bool {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.push(if *self { b't' } else { b'f' });
+    }
+}
+
+impl CopyText for DateTime<Utc> {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.to_rfc3339_opts(SecondsFormat::Micros, true).as_bytes());
+    }
+}
+
+impl<T: CopyText> CopyText for Option<T> {
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Some(value) => value.write(out),
+            None => out.extend_from_slice(b"\\N"),
+        }
+    }
+}
+
+/// Streams `rows` into their table with one `COPY`, on the connection's open transaction; returns
+/// how many the server wrote. A failure aborts the copy (the transaction then rolls back).
+pub(super) async fn copy_rows<T: Table + CopyRow>(
+    conn: &mut PgConnection,
+    rows: impl Iterator<Item = T>,
+) -> Result<u64, sqlx::Error> {
+    let statement = format!("COPY {} ({}) FROM STDIN", T::NAME, tables::names(T::COLUMNS));
+    let mut copy = conn.copy_in_raw(&statement).await?;
+    let mut chunk = Vec::with_capacity(CHUNK_BYTES + 4096);
+    let sent = async {
+        for row in rows {
+            row.write_line(&mut chunk);
+            if chunk.len() >= CHUNK_BYTES {
+                copy.send(chunk.as_slice()).await?;
+                chunk.clear();
+            }
+        }
+        if !chunk.is_empty() {
+            copy.send(chunk.as_slice()).await?;
+        }
+        Ok::<(), sqlx::Error>(())
+    }
+    .await;
+    match sent {
+        Ok(()) => copy.finish().await,
+        Err(error) => {
+            // The connection may be gone already; the error that matters is the first one.
+            let _ = copy.abort(error.to_string()).await;
+            Err(error)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(value: &impl CopyText) -> String {
+        let mut out = Vec::new();
+        value.write(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn values_are_written_as_the_text_format_reads_them() {
+        assert_eq!(written(&"a\\b\tc\nd\re ' \" |"), "a\\\\b\\tc\\nd\\re ' \" |");
+        assert_eq!(written(&None::<&str>), "\\N");
+        assert_eq!(written(&Some("\\N")), "\\\\N", "a text that reads \\N is not NULL");
+        assert_eq!(written(&b"\x00\xff\n".as_slice()), "\\\\x00ff0a");
+        assert_eq!(written(&-42_i32), "-42");
+        assert_eq!(written(&true), "t");
+        let at = DateTime::parse_from_rfc3339("2026-12-05T18:00:00.000001Z").unwrap().to_utc();
+        assert_eq!(written(&at), "2026-12-05T18:00:00.000001Z");
+        let id = Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_0001);
+        assert_eq!(written(&id), "01930000-0000-7000-8000-000000000001");
+    }
+}

@@ -213,8 +213,8 @@ fn booked(mut invoice: Value) -> Value {
 }
 
 /// A 70-message interchange, sent six times at once with an accounting API configured: one 201,
-/// five replays, 70 invoices each with its outbox message (documents, invoices, lines and outbox
-/// messages streamed with COPY on PostgreSQL). Its first invoice is, field by field, the invoice
+/// five replays of its answer, its payload, and 70 invoices each with its outbox message (all
+/// streamed with COPY on PostgreSQL). Its first invoice is, field by field, the invoice
 /// the same message books alone (bound as arrays), text escapes included, and its last is there.
 async fn a_large_interchange_books_what_each_message_books_alone(backend: Backend) {
     let accounting = Accounting::start().await;
@@ -231,12 +231,24 @@ async fn a_large_interchange_books_what_each_message_books_alone(backend: Backen
             tokio::spawn(Reply::send(request.body(large.clone())))
         })
         .collect();
-    let mut statuses = Vec::new();
+    let mut replies = Vec::new();
     for reply in racing {
-        statuses.push(reply.await.unwrap().status);
+        let reply = reply.await.unwrap();
+        replies.push((reply.status, reply.text));
     }
-    statuses.sort_unstable();
+    replies.sort_unstable();
+    let statuses: Vec<u16> = replies.iter().map(|(status, _)| *status).collect();
     assert_eq!(statuses, [200, 200, 200, 200, 200, 201], "one first delivery, the rest replays");
+    let answer = &replies[5].1;
+    assert!(
+        replies.iter().all(|(_, text)| text == answer),
+        "each replay is the stored answer, byte for byte"
+    );
+    let id = serde_json::from_str::<Value>(answer).unwrap()["id"].as_str().unwrap().parse().unwrap();
+    let store = edi_inbox::app::open_store(&common::database_config(&h.db.url)).await.unwrap();
+    let (payload, _) = store.payload(id).await.unwrap().expect("the payload is stored");
+    assert!(payload == large, "the payload is stored byte for byte");
+    store.close().await;
     let alone = h.app.post(interchange_of(1, "ALONE"), "application/edifact").await;
     assert_eq!(alone.status, 201, "{}", alone.text);
 

@@ -45,11 +45,12 @@ pub async fn get_interchange(
     let row = ctx.store.interchange(id).await?.ok_or(ApiError::NotFound)?;
     let (body, applied) = match row.status {
         Status::Processed => match Representation::asked(&headers) {
-            Some(Representation::Minimal) => Representation::Minimal.interchange(row.response_body)?,
-            _ => (row.response_body, None),
+            Some(Representation::Minimal) => Representation::Minimal.interchange(row.response_body.into())?,
+            _ => (row.response_body.into(), None),
         },
         Status::Rejected => {
-            (serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?, None)
+            let resource = serde_json::to_string(&rejected_resource(row)?).map_err(|_| ApiError::Internal)?;
+            (resource.into(), None)
         }
     };
     let mut response =

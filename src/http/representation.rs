@@ -4,6 +4,7 @@
 //! return=minimal`, RFC 7240) — a 20,000-invoice interchange then answers kilobytes, not 16 MB.
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use bytes::Bytes;
 
 use super::problem::ApiError;
 use crate::edi::Standard;
@@ -52,15 +53,16 @@ impl Representation {
 
     /// A processed interchange's JSON (`stored`, the full resource) in this representation, and
     /// the header that says a preference was applied.
-    pub fn interchange(
-        self,
-        stored: String,
-    ) -> Result<(String, Option<(HeaderName, HeaderValue)>), ApiError> {
+    pub fn interchange(self, stored: Bytes) -> Result<(Bytes, Option<(HeaderName, HeaderValue)>), ApiError> {
         match self {
             Representation::Minimal => {
-                let minimal = MinimalInterchange::from_resource(&stored).map_err(|_| ApiError::Internal)?;
+                let stored = std::str::from_utf8(&stored).map_err(|_| ApiError::Internal)?;
+                let minimal = MinimalInterchange::from_resource(stored).map_err(|_| ApiError::Internal)?;
                 let body = serde_json::to_string(&minimal).map_err(|_| ApiError::Internal)?;
-                Ok((body, Some((PREFERENCE_APPLIED, HeaderValue::from_static("return=minimal")))))
+                Ok((
+                    Bytes::from(body),
+                    Some((PREFERENCE_APPLIED, HeaderValue::from_static("return=minimal"))),
+                ))
             }
             Representation::Full | Representation::Ack => Ok((stored, None)),
         }

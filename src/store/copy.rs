@@ -1,12 +1,13 @@
 //! `COPY … FROM STDIN` in PostgreSQL's text format: how each column value is written (escaped, or
 //! `\N`), a row as one line, and a table's rows streamed in chunks of [`CHUNK_BYTES`], so that a
-//! large interchange's documents, invoices and lines reach the database without a statement, its
-//! parameters or its wire message holding all of them at once.
+//! large interchange's payload, documents, invoices, lines and answer reach the database without a
+//! statement, its parameters or its wire message holding all of them at once.
 
 use std::borrow::Cow;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::PgConnection;
+use sqlx::postgres::PgCopyIn;
 use uuid::Uuid;
 
 use super::tables::{self, Table};
@@ -24,18 +25,23 @@ pub(super) trait CopyRow {
     fn write_line(&self, out: &mut Vec<u8>);
 }
 
-impl CopyText for str {
-    /// The text with the format's four special bytes escaped (backslash, tab, newline, return).
-    fn write(&self, out: &mut Vec<u8>) {
-        for &byte in self.as_bytes() {
-            match byte {
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\t' => out.extend_from_slice(b"\\t"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                other => out.push(other),
-            }
+/// Text bytes with the format's four special bytes escaped (backslash, tab, newline, return). None
+/// of them occurs inside a UTF-8 sequence, so text may be escaped in pieces cut anywhere.
+fn escape(text: &[u8], out: &mut Vec<u8>) {
+    for &byte in text {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            other => out.push(other),
         }
+    }
+}
+
+impl CopyText for str {
+    fn write(&self, out: &mut Vec<u8>) {
+        escape(self.as_bytes(), out);
     }
 }
 
@@ -130,10 +136,40 @@ pub(super) async fn copy_rows<T: Table + CopyRow>(
         Ok::<(), sqlx::Error>(())
     }
     .await;
+    finish(copy, sent).await
+}
+
+/// Streams `text` as the one column of the one row `statement` (a `COPY … FROM STDIN`) writes, in
+/// pieces: a text of any size costs [`CHUNK_BYTES`] of memory on its way.
+pub(super) async fn copy_text(
+    conn: &mut PgConnection,
+    statement: &str,
+    text: &str,
+) -> Result<u64, sqlx::Error> {
+    let mut copy = conn.copy_in_raw(statement).await?;
+    let mut chunk = Vec::with_capacity(CHUNK_BYTES + 1);
+    let sent = async {
+        for piece in text.as_bytes().chunks(CHUNK_BYTES / 2) {
+            chunk.clear();
+            escape(piece, &mut chunk);
+            copy.send(chunk.as_slice()).await?;
+        }
+        copy.send(b"\n".as_slice()).await?;
+        Ok::<(), sqlx::Error>(())
+    }
+    .await;
+    finish(copy, sent).await
+}
+
+/// Ends a copy: finished when everything was sent, aborted otherwise (the transaction then rolls
+/// back; the connection may be gone already, and the error that matters is the first one).
+async fn finish(
+    copy: PgCopyIn<&mut PgConnection>,
+    sent: Result<(), sqlx::Error>,
+) -> Result<u64, sqlx::Error> {
     match sent {
         Ok(()) => copy.finish().await,
         Err(error) => {
-            // The connection may be gone already; the error that matters is the first one.
             let _ = copy.abort(error.to_string()).await;
             Err(error)
         }

@@ -6,8 +6,9 @@
 //! commit for the batch, so a delivery and its effects commit together or not at all. A concurrent
 //! duplicate waits for the winner's COMMIT in the unique index and then sees its row: a replay or a
 //! conflict. No row is updated by more than one delivery. A large delivery (see [`Effects`]) is
-//! claimed by the same statement with its documents, invoices, lines and outbox messages left out,
-//! and those are streamed with `COPY` in the same transaction before its one commit.
+//! claimed by the same statement with its payload, answer, documents, invoices, lines and outbox
+//! messages left out, and those are streamed with `COPY` in the same transaction before its one
+//! commit.
 
 use std::collections::HashMap;
 
@@ -19,7 +20,7 @@ use uuid::Uuid;
 use std::sync::{Arc, LazyLock};
 
 use super::batch::{self, Job};
-use super::copy::copy_rows;
+use super::copy::{copy_rows, copy_text};
 use super::invoices::{self, effect_rows};
 use super::rows;
 use super::tables::{
@@ -253,7 +254,8 @@ struct Claimed {
 enum Effects {
     /// As arrays bound to the claim statement, with every other delivery of its batch.
     Bound,
-    /// Streamed with `COPY` after the claim, in its transaction: a delivery of at least
+    /// Streamed with `COPY` after the claim, in its transaction, with the payload and the answer: a
+    /// delivery of at least
     /// [`STREAMED_DOCUMENTS`] documents, whose arrays, encoded into the statement's parameters and
     /// again into its wire message, would hold several times their size.
     Streamed,
@@ -312,9 +314,9 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
     outcomes
 }
 
-/// Records one large delivery: [`CLAIM`] without its effects, then, when the key is its own, its
-/// documents, invoices, lines and outbox messages streamed, and one commit; otherwise nothing was
-/// written and the holder decides, as for any delivery.
+/// Records one large delivery: [`CLAIM`] of its key, acknowledgement and audit row, then, when the
+/// key is its own, its payload, answer, documents, invoices, lines and outbox messages streamed,
+/// and one commit; otherwise nothing was written and the holder decides, as for any delivery.
 async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError> {
     let jobs = std::slice::from_ref(job);
     let (claimed, local_only) = watched(async {
@@ -323,6 +325,16 @@ async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError
         let claim = query.fetch_optional(&mut *tx).await?.map(|row| row.claim);
         if claim.as_ref().is_some_and(|claim| claim.fresh) {
             let d = &*job.delivery;
+            copy_rows(&mut tx, std::iter::once(rows::payload_row(d))).await?;
+            // The answer, staged in a table of this transaction's own, then set on the claimed row.
+            sqlx::raw_sql("CREATE TEMPORARY TABLE edi_inbox_answer (body text NOT NULL) ON COMMIT DROP")
+                .execute(&mut *tx)
+                .await?;
+            copy_text(&mut tx, "COPY edi_inbox_answer (body) FROM STDIN", d.response()).await?;
+            sqlx::query("UPDATE inbox SET response_body = (SELECT body FROM edi_inbox_answer) WHERE id = $1")
+                .bind(d.id())
+                .execute(&mut *tx)
+                .await?;
             copy_rows(&mut tx, rows::document_rows(d)).await?;
             copy_rows(&mut tx, invoices::invoice_rows(d)).await?;
             copy_rows(&mut tx, invoices::line_rows(d)).await?;
@@ -416,8 +428,8 @@ fn presized<'q>(sql: &'static str, jobs: &[Job], effects: Effects) -> ClaimQuery
 }
 
 /// Binds every parameter of [`CLAIM`] (or [`REPLACE_REJECTED`] but its last): each table's rows of
-/// `jobs` as arrays, in the order of [`NUMBERING`]; with [`Effects::Streamed`], the arrays of
-/// documents, invoices, lines and outbox messages empty.
+/// `jobs` as arrays, in the order of [`NUMBERING`]; with [`Effects::Streamed`], the key row with an
+/// empty answer, its acknowledgement and audit row only.
 fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> ClaimQuery<'q> {
     let (mut inbox, mut payloads) = (InboxArrays::default(), PayloadArrays::default());
     let (mut documents, mut invoices, mut lines) =
@@ -426,13 +438,17 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> C
         (AckArrays::default(), DeliveryArrays::default(), OutboxArrays::default());
     for job in jobs {
         let d = &*job.delivery;
-        inbox.add(d.id(), rows::inbox_row(d));
-        payloads.add(d.id(), rows::payload_row(d));
+        let mut inbox_row = rows::inbox_row(d);
         acks.add(d.id(), rows::ack_row(d, 0));
         audit.add(d.id(), job.audit_row(false).row());
         if effects == Effects::Streamed {
+            // Streamed after the claim, with the answer set on the row then.
+            inbox_row.response_body = "";
+            inbox.add(d.id(), inbox_row);
             continue;
         }
+        inbox.add(d.id(), inbox_row);
+        payloads.add(d.id(), rows::payload_row(d));
         rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
         let (invoice_rows, line_rows) = effect_rows(d);
         invoice_rows.into_iter().for_each(|row| invoices.add(d.id(), row));

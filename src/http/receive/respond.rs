@@ -1,16 +1,29 @@
 //! The answer to a recorded (or replayed, conflicting, held, bypassed) delivery: the stored body
 //! or acknowledgement, with its status and headers.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
 use crate::edi::ack;
 use crate::http::ApiContext;
 use crate::http::problem::{self, ApiError, PROBLEM_JSON};
 use crate::http::representation::{Representation, ack_media_type};
-use crate::inbox::Status;
+use crate::inbox::{Delivery, Status};
 use crate::ingest::Ingested;
+
+/// The answer of a delivery just recorded, sent from where it was rendered rather than a copy (a
+/// large interchange's answer is tens of MB).
+struct Answer(Arc<Delivery>);
+
+impl AsRef<[u8]> for Answer {
+    fn as_ref(&self) -> &[u8] {
+        self.0.response().as_bytes()
+    }
+}
 
 /// Set on every response that repeats the outcome of an earlier delivery.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -26,15 +39,18 @@ pub(super) async fn respond(
     let (delivery, status, body, replayed, id) = match ingested {
         Ingested::Recorded { delivery, ack_control_number } => {
             let body = if ack_wanted {
-                ack::with_control_number(delivery.ack(), *ack_control_number)
+                Bytes::from(ack::with_control_number(delivery.ack(), *ack_control_number))
             } else {
-                delivery.response().to_owned()
+                Bytes::from_owner(Answer(Arc::clone(delivery)))
             };
             (delivery, delivery.status(), body, false, delivery.id())
         }
         Ingested::Replayed { delivery, id, status, body } => {
-            let body =
-                if ack_wanted { ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)? } else { body.clone() };
+            let body = match ack_wanted {
+                true => ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)?,
+                false => body.clone(),
+            };
+            let body = Bytes::from(body);
             (delivery, *status, body, true, *id)
         }
         Ingested::Conflict { delivery, original_id } => {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Ingest while the retention purge drops 600,000 payloads and 600,000 audit rows, on PostgreSQL, one
+# Ingest while the retention purge drops 500,000 payloads and 500,000 audit rows, on PostgreSQL, one
 # run: the database is seeded with five whole expired days of 100,000 of each (dropped as day
-# partitions) and 50,000 of each just before the horizon in the day it falls in (deleted in
-# batches), all 735-byte payloads like tests/fixtures/x12/810-single.edi. examples/load.rs posts
+# partitions) and 50,000 of each just before the horizon, in the day it falls in (kept: a day goes
+# whole), all 735-byte payloads like tests/fixtures/x12/810-single.edi. examples/load.rs posts
 # unique interchanges for SECONDS from CONCURRENCY connections; a third of the way in,
 # `edi-inbox purge --retention-days 30` runs. Prints the purge's time and counts, and ingest during
 # the purge next to ingest outside it (answers per second, p99 and max latency of the requests sent
@@ -17,7 +17,7 @@ source bench/postgres.sh
 fresh_pg edi_inbox_purge
 url=$server_url/edi_inbox_purge
 target/release/edi-inbox --database-url "$url" migrate 2>/dev/null
-echo "seeding 600,000 expired payloads and audit rows ..." >&2
+echo "seeding 550,000 expired payloads and as many audit rows ..." >&2
 psql -X -q -o /dev/null -v ON_ERROR_STOP=1 "$url" <<'SQL'
 SELECT edi_inbox_partition(t::regclass, current_date - d)
     FROM unnest(ARRAY['payloads', 'deliveries']) AS t, generate_series(30, 36) AS d;

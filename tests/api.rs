@@ -276,12 +276,13 @@ async fn purge_drops_payloads_but_keeps_the_dedup_memory(backend: Backend) {
     let h = Harness::start(backend).await;
     let first = h.app.post_fixture("x12/810-single.edi").await;
     assert_eq!(first.status, 201);
+    common::age_on_postgres(&h.db.url, 2).await;
     let store = edi_inbox::app::open_store(&database_config(&h.db.url)).await.unwrap();
     let nothing = Purged::default();
     let keep = |payloads| Retention { payloads, keys: None, batch: 1 };
     let purge =
         async |retention, dry_run| edi_inbox::jobs::purge::purge(&store, retention, dry_run).await.unwrap();
-    assert_eq!(purge(keep(chrono::Duration::days(1)), false).await, nothing, "not expired yet");
+    assert_eq!(purge(keep(chrono::Duration::days(3)), false).await, nothing, "not expired yet");
     let expired = Purged { payloads: 1, attempts: 1, ..Purged::default() };
     assert_eq!(
         purge(keep(chrono::Duration::zero()), true).await,

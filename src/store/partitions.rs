@@ -70,6 +70,11 @@ impl Partition {
     }
 }
 
+/// The start (00:00 UTC) of the day `time` falls in: the horizon of whole days before `time`.
+pub(super) fn day_start(time: DateTime<Utc>) -> DateTime<Utc> {
+    time.date_naive().and_hms_opt(0, 0, 0).map_or(time, |start| start.and_utc())
+}
+
 /// Drops every partition of `table` whose whole day is before `horizon` (finishing what an
 /// interrupted run left detached or half-detached); returns the rows they held.
 pub(super) async fn drop_expired(
@@ -145,6 +150,13 @@ mod tests {
         ] {
             assert_eq!(Partition::parse("payloads", other.into(), Attachment::Attached), None, "{other}");
         }
+    }
+
+    #[test]
+    fn whole_days_end_at_the_start_of_the_day_a_time_falls_in() {
+        let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+        assert_eq!(day_start(at("2026-12-05T18:01:02.5Z")), at("2026-12-05T00:00:00Z"));
+        assert_eq!(day_start(at("2026-12-05T00:00:00Z")), at("2026-12-05T00:00:00Z"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The retention purge, at scale. On PostgreSQL, payloads and the audit trail go a day partition at
-//! a time (`partitions`: detached and dropped whole); what is left of the day the horizon falls in,
-//! and every other kind of expired row, goes in batches of `batch` rows, each batch its own short
+//! a time (`partitions`: detached and dropped whole), once all of the day is past the horizon: they
+//! are kept up to a day longer than the retention, and never deleted row by row. Every other kind
+//! of expired row (on SQLite, every kind) goes in batches of `batch` rows, each batch its own short
 //! statement (on PostgreSQL taking only rows nobody has locked, `SKIP LOCKED`) followed by a pause
 //! as long as the batch took, so that ingest never waits behind it and keeps at least half of the
 //! database's time. On PostgreSQL one replica purges at a time (a session advisory lock; the others skip
@@ -18,7 +19,8 @@ const PURGE_LOCK: i64 = 0x6564_692d_696e_626f;
 #[derive(Debug, Clone, Copy)]
 pub struct PurgeRun {
     /// Payloads, audited attempts, refusal counts, settled outbox payloads, resolved quarantine
-    /// entries and SNS confirmation messages older than this go.
+    /// entries and SNS confirmation messages older than this go (on PostgreSQL, payloads and
+    /// attempts with the last whole UTC day before it).
     pub payloads_before: DateTime<Utc>,
     /// Interchanges (keys, outcomes, documents, invoices, acknowledgements, outbox rows) older than
     /// this go too; `None` keeps them forever.
@@ -164,12 +166,13 @@ macro_rules! run_step {
 
 /// Every step of `run` on `conn`.
 macro_rules! run_all {
-    ($db:expr, $conn:expr, $run:expr) => {{
+    ($db:expr, $conn:expr, $run:expr, $partitioned_before:expr) => {{
         let run: PurgeRun = $run;
         let time = Horizon::Time(run.payloads_before);
+        let days = Horizon::Time($partitioned_before);
         let purged = Purged {
-            payloads: run_step!($db, $conn, PAYLOADS, time, run),
-            attempts: run_step!($db, $conn, ATTEMPTS, time, run),
+            payloads: run_step!($db, $conn, PAYLOADS, days, run),
+            attempts: run_step!($db, $conn, ATTEMPTS, days, run),
             refusals: run_step!($db, $conn, REFUSALS, time, run),
             outbox_payloads: run_step!($db, $conn, OUTBOX_PAYLOADS, time, run),
             quarantine: run_step!($db, $conn, QUARANTINE, time, run),
@@ -206,16 +209,16 @@ impl Store {
                 if !locked {
                     return Ok(Purged { skipped: true, dry_run: run.dry_run, ..Purged::default() });
                 }
+                let days = partitions::day_start(run.payloads_before);
                 let purged = async {
-                    // Whole days first; the batches then find only the day the horizon falls in.
+                    // Whole days only: the batches then find rows only where a day could not be
+                    // dropped (a partition that is not one of the service's days).
                     let (mut payloads, mut attempts) = (0, 0);
                     if !run.dry_run {
-                        payloads =
-                            partitions::drop_expired(&mut conn, PAYLOADS.table, run.payloads_before).await?;
-                        attempts =
-                            partitions::drop_expired(&mut conn, ATTEMPTS.table, run.payloads_before).await?;
+                        payloads = partitions::drop_expired(&mut conn, PAYLOADS.table, days).await?;
+                        attempts = partitions::drop_expired(&mut conn, ATTEMPTS.table, days).await?;
                     }
-                    let purged = run_all!(&self.db, conn, run)?;
+                    let purged = run_all!(&self.db, conn, run, days)?;
                     Ok::<Purged, StoreError>(Purged {
                         payloads: purged.payloads + payloads,
                         attempts: purged.attempts + attempts,
@@ -233,7 +236,7 @@ impl Store {
             }
             Db::Sqlite(sqlite) => {
                 let mut conn = sqlite.pool.acquire().await?;
-                run_all!(&self.db, conn, run)
+                run_all!(&self.db, conn, run, run.payloads_before)
             }
         }
     }

@@ -332,6 +332,27 @@ pub async fn eventually<T>(probe: impl AsyncFn() -> T, ready: impl Fn(&T) -> boo
 
 /// One integer from the test database (either engine), for what the API does not show: how many
 /// rows a table holds, how long a stored value is.
+/// Moves every interchange, stored payload and audit row `days` back in time, on PostgreSQL, into
+/// day partitions made for them: its purge drops whole expired days only, so a test's rows of
+/// today must be made older. SQLite's purge is exact to the microsecond and needs none of it.
+pub async fn age_on_postgres(url: &str, days: u32) {
+    if url.starts_with("sqlite:") {
+        return;
+    }
+    let pool = sqlx::PgPool::connect(url).await.expect("postgres");
+    let sql = format!(
+        "SELECT edi_inbox_partition(t::regclass, d::date)
+            FROM unnest(ARRAY['payloads', 'deliveries']) AS t,
+                generate_series((now() AT TIME ZONE 'UTC')::date - {days} - 1,
+                    (now() AT TIME ZONE 'UTC')::date - {days}, interval '1 day') AS d;
+        UPDATE inbox SET received_at = received_at - interval '{days} days';
+        UPDATE payloads SET received_at = received_at - interval '{days} days';
+        UPDATE deliveries SET received_at = received_at - interval '{days} days';"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await.expect("aged");
+    pool.close().await;
+}
+
 pub async fn count(url: &str, sql: &str) -> i64 {
     if url.starts_with("sqlite:") {
         let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");

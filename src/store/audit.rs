@@ -309,7 +309,7 @@ async fn write(db: &Db, pending: &Pending) -> Result<(), StoreError> {
             at: a.at,
             transport_reused: reused,
         }.row()).collect();
-        insert_rows(&mut *tx, &rows, "").await?;
+        insert_rows(&mut *tx, rows, "").await?;
         insert_chunked(
             &mut *tx,
             "INSERT INTO refusals (minute, remote_addr, partner_id, outcome, status, attempts, user_agent, request_id) ",

@@ -90,8 +90,13 @@ impl<'a> AuditRow<'a> {
 }
 
 /// Inserts `rows` into their table ([`Table`]: its name and columns, each row binding itself), on
-/// a connection of either engine, with `tail` after the values, [`CHUNK_ROWS`] at a time.
-pub(super) async fn insert_rows<C, T>(conn: &mut C, rows: &[T], tail: &str) -> Result<(), sqlx::Error>
+/// a connection of either engine, with `tail` after the values, [`CHUNK_ROWS`] at a time, each chunk
+/// built when its turn comes (a large interchange's rows are never all held at once).
+pub(super) async fn insert_rows<C, T>(
+    conn: &mut C,
+    rows: impl IntoIterator<Item = T>,
+    tail: &str,
+) -> Result<(), sqlx::Error>
 where
     C: Connection,
     C::Database: HasStatementCache,
@@ -99,7 +104,13 @@ where
     for<'c> &'c mut C: Executor<'c, Database = C::Database>,
     T: Table + Bind<C::Database>,
 {
-    insert_chunked(conn, &tables::insert::<T>(), rows, |row, r| r.push(row), tail).await
+    let insert = tables::insert::<T>();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<T> = rows.by_ref().take(CHUNK_ROWS).collect();
+        insert_chunked(conn, &insert, &chunk, |row, r| r.push(row), tail).await?;
+    }
+    Ok(())
 }
 
 /// The `inbox` row of a delivery.

@@ -16,11 +16,11 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::batch::{self, Job};
-use super::invoices::effect_rows;
+use super::invoices;
 use super::rows::{self, CHUNK_ROWS, insert_rows};
-use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, PayloadRow};
+use super::tables::{self, AckRow, Bind, DeliveryRow, InboxRow};
 use super::{StoreError, StoreOptions, audit};
-use crate::inbox::{Claim, Next, Outcome, decide};
+use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
 /// The pool (for reads) and the queue of the writer task.
 #[derive(Clone)]
@@ -199,6 +199,14 @@ async fn record_batch(tx: &mut SqliteConnection, jobs: &[&Job]) -> Result<Vec<Ou
         .collect()
 }
 
+/// The rows `of` each delivery of `jobs` gives, one after another, built as they are taken.
+fn each<'a, R, I>(jobs: &'a [&'a Job], of: fn(&'a Delivery) -> I) -> impl Iterator<Item = R> + Send + 'a
+where
+    I: Iterator<Item = R> + Send + 'a,
+{
+    jobs.iter().flat_map(move |job| of(&job.delivery))
+}
+
 /// Largest acknowledgement control number; the sequence then starts again at 1.
 const MAX_ACK_CONTROL_NUMBER: i64 = 999_999_999;
 
@@ -217,28 +225,18 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     let numbers: Vec<i64> =
         (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
     let conn = &mut *tx;
-    let payloads: Vec<PayloadRow> = fresh.iter().map(|job| rows::payload_row(&job.delivery)).collect();
-    insert_rows(conn, &payloads, "").await?;
-    let documents: Vec<DocumentRow> =
-        fresh.iter().flat_map(|job| rows::document_rows(&job.delivery)).collect();
-    insert_rows(conn, &documents, "").await?;
-    let (mut invoices, mut lines) = (Vec::new(), Vec::new());
-    for job in fresh {
-        let (more_invoices, more_lines) = effect_rows(&job.delivery);
-        invoices.extend(more_invoices);
-        lines.extend(more_lines);
-    }
-    insert_rows(conn, &invoices, "").await?;
-    insert_rows(conn, &lines, "").await?;
+    insert_rows(conn, each(fresh, |d| std::iter::once(rows::payload_row(d))), "").await?;
+    insert_rows(conn, each(fresh, rows::document_rows), "").await?;
+    insert_rows(conn, each(fresh, invoices::invoice_rows), "").await?;
+    insert_rows(conn, each(fresh, invoices::line_rows), "").await?;
     let acks: Vec<AckRow> =
         fresh.iter().zip(&numbers).map(|(job, &number)| rows::ack_row(&job.delivery, number)).collect();
-    insert_rows(conn, &acks, "").await?;
+    insert_rows(conn, acks, "").await?;
     let keyed: Vec<_> = fresh.iter().map(|job| (&job.first.facts.transport, job.delivery.key())).collect();
     let reused = audit::reused_transport_ids!(&mut *conn, &keyed);
     let audited: Vec<DeliveryRow> =
         fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused).row()).collect();
-    insert_rows(conn, &audited, "").await?;
-    let outbox: Vec<OutboxRow> = fresh.iter().flat_map(|job| rows::outbox_rows(&job.delivery)).collect();
-    insert_rows(conn, &outbox, "").await?;
+    insert_rows(conn, audited, "").await?;
+    insert_rows(conn, each(fresh, rows::outbox_rows), "").await?;
     Ok(numbers)
 }

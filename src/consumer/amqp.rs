@@ -76,7 +76,7 @@ pub async fn run(
                 .with("app_id", delivery.properties.app_id().as_ref().map(ShortString::to_string)),
             };
             let acker = delivery.acker;
-            let settled = match inbox.handle(message).await {
+            let settled = match inbox.handle(message).await.settlement {
                 Settlement::Ack => acker.ack(BasicAckOptions::default()).await,
                 Settlement::DeadLetter => acker.reject(BasicRejectOptions { requeue: false }).await,
                 Settlement::Retry => {

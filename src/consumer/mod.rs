@@ -1,11 +1,12 @@
 //! Queue consumers, the Inbox pattern's original case: `edi-inbox consume` reads interchanges from
-//! RabbitMQ (AMQP 0-9-1, manual acknowledgements) or NATS JetStream (a durable pull consumer,
-//! explicit acks) and runs each through the same inbox transaction as an HTTP delivery. The broker
-//! is acknowledged only after COMMIT: a crash in between redelivers the message, which is then a
-//! replay (acked, no second effect). What can never succeed is dead-lettered, never requeued
+//! RabbitMQ (AMQP 0-9-1, manual acknowledgements), NATS JetStream (a durable pull consumer,
+//! explicit acks) or Kafka (a consumer group, offsets committed) and runs each through the same inbox
+//! transaction as an HTTP delivery. The broker is acknowledged only after COMMIT: a crash in between
+//! redelivers the message, which is then a replay (acked, no second effect). What can never succeed is dead-lettered, never requeued
 //! forever; a database outage sends the message back after a backoff.
 
 pub mod amqp;
+pub mod kafka;
 pub mod nats;
 
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use crate::partners::PartnerId;
 use crate::store::{AttemptFacts, StoreError};
 
 /// One message taken from a queue.
+#[derive(Clone)]
 pub struct QueuedMessage {
     pub body: Bytes,
     pub content_type: Option<String>,
@@ -36,6 +38,18 @@ pub enum Settlement {
     DeadLetter,
     /// The database could not take it now: redeliver after a backoff.
     Retry,
+}
+
+/// What became of one message: how the broker is to settle it and, for a dead letter, why.
+#[derive(Debug)]
+pub struct Handled {
+    pub settlement: Settlement,
+    /// The audit trail's name for the outcome (`recorded`, `replayed`, `malformed`, `conflict`, …).
+    pub outcome: &'static str,
+    /// The status an HTTP delivery of the same message would have been answered with.
+    pub status: u16,
+    /// Why the message was refused, when it was.
+    pub reason: Option<String>,
 }
 
 /// How the broker settles a message the inbox ingested or refused.
@@ -81,7 +95,7 @@ impl Consumer {
 
     /// Records one message exactly once (audited and logged as an HTTP delivery is) and says what
     /// the broker is to be told. The partner is the one whose sender identity the envelope names.
-    pub async fn handle(&self, message: QueuedMessage) -> Settlement {
+    pub async fn handle(&self, message: QueuedMessage) -> Handled {
         let (received_at, started) = (Utc::now(), Instant::now());
         let mut facts = AttemptFacts {
             content_type: message.content_type.clone(),
@@ -106,15 +120,24 @@ impl Consumer {
                 Err(error) => Err(ingest::Error::Store(error)),
             }
         };
-        let report = match &result {
-            Ok(ingested) => self.ingest.report(ingested, &facts, received_at),
-            Err(error) => self.ingest.report_refusal(error),
+        let (report, reason) = match &result {
+            Ok(ingested) => {
+                let reason = match ingested {
+                    Ingested::Conflict { original_id, .. } => Some(format!(
+                        "interchange {original_id} was recorded under the same key with other content"
+                    )),
+                    _ => None,
+                };
+                (self.ingest.report(ingested, &facts, received_at), reason)
+            }
+            Err(error) => (self.ingest.report_refusal(error), Some(error.to_string())),
         };
+        let (outcome, status) = (report.outcome, report.status);
         self.ingest.conclude(report, &facts, received_at, started);
-        let settlement = settlement(&result);
+        let handled = Handled { settlement: settlement(&result), outcome, status, reason };
         // A crash here, after COMMIT and before the broker hears of it, makes the broker redeliver.
         crate::crash_point("consume-before-ack");
-        settlement
+        handled
     }
 }
 
@@ -152,6 +175,11 @@ where
     Ok(())
 }
 
+/// The redelivery delay after `attempts`: doubling from `base`, at most 64 times it.
+fn backoff(base: Duration, attempts: i64) -> Duration {
+    base.saturating_mul(1 << attempts.clamp(1, 7).saturating_sub(1))
+}
+
 /// Logs an acknowledgement the broker did not take: it will redeliver the message (a replay).
 fn unsettled(error: impl std::fmt::Display) {
     tracing::warn!(%error, "the broker did not take the acknowledgement; it will redeliver");
@@ -163,13 +191,17 @@ pub async fn run(
     config: &ConsumeConfig,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let from = config.from.as_deref().ok_or("`consume` needs a broker: --from amqp://… or nats://…")?;
+    let from =
+        config.from.as_deref().ok_or("`consume` needs a broker: --from amqp://…, nats://… or kafka://…")?;
     if from.starts_with("amqp://") || from.starts_with("amqps://") {
         amqp::run(consumer, from, config, stop).await
     } else if from.starts_with("nats://") || from.starts_with("tls://") {
         nats::run(consumer, from, config, stop).await
+    } else if from.starts_with("kafka://") || from.starts_with("kafkas://") {
+        kafka::run(consumer, from, config, stop).await
     } else {
-        Err(format!("unsupported broker URL {from:?}: use amqp://… or nats://…").into())
+        // Not quoted: the URL may hold a password.
+        Err("unsupported broker URL: use amqp://…, nats://… or kafka://…".into())
     }
 }
 
@@ -200,5 +232,13 @@ mod tests {
         ] {
             assert_eq!(settlement(&result), expected, "{result:?}");
         }
+    }
+
+    #[test]
+    fn redelivery_delays_double_up_to_a_bound() {
+        let base = Duration::from_millis(100);
+        let delays: Vec<u64> =
+            [0, 1, 2, 3, 7, 50].iter().map(|n| backoff(base, *n).as_millis() as u64).collect();
+        assert_eq!(delays, [100, 100, 200, 400, 6400, 6400]);
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, AckKind, consumer::pull};
 use futures_util::StreamExt;
 
-use super::{Consumer, QueuedMessage, Settlement, dispatch, unsettled};
+use super::{Consumer, QueuedMessage, Settlement, backoff, dispatch, unsettled};
 use crate::config::ConsumeConfig;
 use crate::inbox::transport::{Door, Transport};
 
@@ -71,7 +71,7 @@ pub async fn run(
                 content_type: header("Content-Type"),
                 transport: transport.with("subject", Some(message.subject.to_string())),
             };
-            let kind = match inbox.handle(queued).await {
+            let kind = match inbox.handle(queued).await.settlement {
                 Settlement::Ack => AckKind::Ack,
                 Settlement::DeadLetter => AckKind::Term,
                 Settlement::Retry => AckKind::Nak(Some(backoff(inbox.backoff, delivered))),
@@ -82,22 +82,4 @@ pub async fn run(
         }
     };
     dispatch(Box::pin(messages), config.prefetch, stop, settle).await
-}
-
-/// The redelivery delay after `delivered` attempts: doubling from `base`, at most 64 times it.
-fn backoff(base: Duration, delivered: i64) -> Duration {
-    base.saturating_mul(1 << delivered.clamp(1, 7).saturating_sub(1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redelivery_delays_double_up_to_a_bound() {
-        let base = Duration::from_millis(100);
-        let delays: Vec<u64> =
-            [0, 1, 2, 3, 7, 50].iter().map(|n| backoff(base, *n).as_millis() as u64).collect();
-        assert_eq!(delays, [100, 100, 200, 400, 6400, 6400]);
-    }
 }

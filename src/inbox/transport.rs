@@ -24,6 +24,8 @@ text_enum! {
         Amqp = "amqp",
         /// The NATS JetStream consumer.
         Nats = "nats",
+        /// The Kafka consumer (its id is `topic/partition/offset`).
+        Kafka = "kafka",
     }
 }
 

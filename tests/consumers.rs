@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use common::process::{self, Process};
-use common::{Backend, TestDb, count, fixture, numbered};
+use common::relay::Relay;
+use common::{Backend, TestDb, count, fixture, numbered, settles};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -97,19 +98,6 @@ async fn migrated(backend: Backend) -> TestDb {
 
 async fn invoices(db: &TestDb) -> i64 {
     count(&db.url, "SELECT COUNT(*) FROM invoices").await
-}
-
-/// Waits up to 30 s for `probe` to return `want`.
-async fn settles<T: PartialEq + std::fmt::Debug>(what: &str, want: T, probe: impl AsyncFn() -> T) {
-    let mut last = probe().await;
-    for _ in 0..300 {
-        if last == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        last = probe().await;
-    }
-    assert_eq!(last, want, "{what}");
 }
 
 /// Declares the queue the way the consumer does, so that messages can be published first.
@@ -266,49 +254,6 @@ async fn a_consumer_books_only_what_it_is_told_to(backend: Backend) {
     assert_eq!(refused("too-large").await, 1);
     drop(consumer);
     db.remove().await;
-}
-
-/// A TCP relay to PostgreSQL that can be cut: every connection closed and new ones refused.
-struct Relay {
-    port: u16,
-    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    cut: std::sync::Arc<tokio::sync::Notify>,
-}
-
-impl Relay {
-    async fn start(upstream: std::net::SocketAddr) -> Relay {
-        use std::sync::atomic::Ordering;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let cut = std::sync::Arc::new(tokio::sync::Notify::new());
-        let (up_flag, cut_signal) = (up.clone(), cut.clone());
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                if !up_flag.load(Ordering::SeqCst) {
-                    continue; // dropped: the connection is closed at once
-                }
-                let cut_signal = cut_signal.clone();
-                tokio::spawn(async move {
-                    let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else { return };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                        _ = cut_signal.notified() => {}
-                    }
-                });
-            }
-        });
-        Relay { port, up, cut }
-    }
-
-    fn cut(&self) {
-        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
-        self.cut.notify_waiters();
-    }
-
-    fn restore(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 /// PostgreSQL unreachable while messages arrive: they are sent back to the queue (nack with

@@ -6,6 +6,7 @@
 pub mod accounting;
 pub mod partners;
 pub mod process;
+pub mod relay;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -328,6 +329,19 @@ pub async fn eventually<T>(probe: impl AsyncFn() -> T, ready: impl Fn(&T) -> boo
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits up to 30 s for `probe` to return `want`.
+pub async fn settles<T: PartialEq + std::fmt::Debug>(what: &str, want: T, probe: impl AsyncFn() -> T) {
+    let mut last = probe().await;
+    for _ in 0..300 {
+        if last == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = probe().await;
+    }
+    assert_eq!(last, want, "{what}");
 }
 
 /// One integer from the test database (either engine), for what the API does not show: how many

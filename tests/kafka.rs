@@ -1,0 +1,281 @@
+//! `edi-inbox consume kafka://…` against a real Kafka-protocol broker (tansu at 127.0.0.1:9092,
+//! started by scripts/brokers-up), producing and reading back with kafka-python
+//! (`tests/peers/kafka_peer.py`, an implementation of the protocol independent of the consumer's
+//! librdkafka): each interchange is booked once however often it is read, a refusal goes to the
+//! dead-letter topic with headers naming why and the partition moves on, and no offset is committed
+//! past a message whose transaction did not commit (a crash in between, a database outage, a
+//! rebalance). On SQLite and PostgreSQL.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::process::{self, Process};
+use common::relay::Relay;
+use common::{Backend, TestDb, count, fixture, numbered, settles};
+use serde_json::Value;
+
+const BROKER: &str = "127.0.0.1:9092";
+
+/// The kafka-python peer, run with the clients' virtualenv (tests/clients/run.sh makes it).
+fn peer(args: &[&str]) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var_os("EDI_INBOX_TEST_PYTHON")
+        .map_or_else(|| root.join("target/clients-venv/bin/python"), PathBuf::from);
+    let output =
+        Command::new(&python).arg(root.join("tests/peers/kafka_peer.py")).args(args).output().unwrap_or_else(
+            |e| panic!("{} (scripts/test, via tests/clients/run.sh, makes it): {e}", python.display()),
+        );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "kafka_peer.py {args:?}: {stderr}\n(a Kafka-protocol broker is required at {BROKER}: scripts/brokers-up starts it)"
+    );
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// A new topic of `partitions`, named for one test.
+fn topic(partitions: u32) -> String {
+    let name = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    peer(&["create", BROKER, &name, &partitions.to_string()]);
+    name
+}
+
+/// Produces `bodies` in order (to `partition`, or spread by the producer), each in a file of its
+/// own whose name is the message key.
+fn produce(topic: &str, partition: Option<u32>, bodies: &[Vec<u8>]) {
+    let dir = std::env::temp_dir().join(format!("edi-kafka-{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (n, body) in bodies.iter().enumerate() {
+        std::fs::write(dir.join(format!("{n:06}.edi")), body).unwrap();
+    }
+    let partition = partition.map(|p| p.to_string());
+    let mut args = vec!["produce", BROKER, topic];
+    if let Some(partition) = &partition {
+        args.extend(["--partition", partition]);
+    }
+    let dir_arg = dir.display().to_string();
+    args.push(&dir_arg);
+    peer(&args);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every message of `topic`, from the start.
+fn read(topic: &str) -> Vec<Value> {
+    peer(&["read", BROKER, topic]).lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+/// The group's committed offset per partition (-1: none yet).
+fn committed(group: &str, topic: &str) -> BTreeMap<String, i64> {
+    serde_json::from_str(&peer(&["committed", BROKER, group, topic])).unwrap()
+}
+
+fn all_committed(group: &str, topic: &str) -> i64 {
+    committed(group, topic).values().map(|offset| offset.max(&0)).sum()
+}
+
+fn from(topic: &str, group: &str) -> String {
+    format!("kafka://{BROKER}/{topic}?group={group}&session_timeout_ms=6000")
+}
+
+fn consume(db_url: &str, from: &str, crash: bool) -> Process {
+    let args = [
+        "consume",
+        "--consume-auth",
+        "open",
+        "--from",
+        from,
+        "--retry-backoff-ms",
+        "200",
+        "--db-timeout",
+        "1",
+    ];
+    let mut command = process::command(db_url, &args);
+    if crash {
+        command.env("EDI_INBOX_CRASH_AT", "consume-before-ack");
+    }
+    Process::start(command, false)
+}
+
+/// A fresh database with the schema, so that it can be counted before the consumer has started.
+async fn migrated(backend: Backend) -> TestDb {
+    let db = TestDb::create(backend).await;
+    let status = process::command(&db.url, &["migrate"]).status().expect("edi-inbox migrate runs");
+    assert!(status.success(), "edi-inbox migrate");
+    db
+}
+
+async fn invoices(db: &TestDb) -> i64 {
+    count(&db.url, "SELECT COUNT(*) FROM invoices").await
+}
+
+/// A malformed message first in the partition, then an interchange twice and another: the malformed
+/// one is a dead letter and the partition goes on; two invoices, one replay. A conflicting resend
+/// (published once those are settled) is a dead letter too. Every offset is committed.
+async fn kafka_books_each_interchange_once_and_dead_letters_the_rest(backend: Backend) {
+    let db = migrated(backend).await;
+    let (topic, group) = (topic(2), format!("g-{}", uuid::Uuid::now_v7().simple()));
+    let malformed = fixture("x12/malformed-truncated-isa.edi");
+    produce(
+        &topic,
+        Some(1),
+        &[malformed.clone(), fixture("x12/810-single.edi"), fixture("x12/810-single.edi"), numbered(2)],
+    );
+    let consumer = consume(&db.url, &from(&topic, &group), false);
+    settles("two invoices", 2, async || invoices(&db).await).await;
+    produce(&topic, Some(0), &[fixture("x12/810-single-conflict.edi")]);
+    let dead = format!("{topic}.dead");
+    settles("the malformed and the conflicting message are dead letters", 2, async || read(&dead).len())
+        .await;
+    settles("every offset committed", 5, async || all_committed(&group, &topic)).await;
+    assert_eq!(committed(&group, &topic), BTreeMap::from([("0".into(), 1), ("1".into(), 4)]));
+    let letters = read(&dead);
+    let headers = |n: usize| &letters[n]["headers"];
+    let first =
+        letters.iter().position(|l| l["headers"]["edi-inbox-outcome"] == "malformed").expect("malformed");
+    let second = 1 - first;
+    assert_eq!(headers(first)["edi-inbox-status"], "400", "{letters:?}");
+    assert!(headers(first)["edi-inbox-reason"].as_str().unwrap().contains("ISA"), "{letters:?}");
+    assert_eq!(headers(first)["edi-inbox-topic"], topic.as_str());
+    assert_eq!(
+        (headers(first)["edi-inbox-partition"].as_str(), headers(first)["edi-inbox-offset"].as_str()),
+        (Some("1"), Some("0"))
+    );
+    assert_eq!(headers(first)["content-type"], "application/edi-x12", "the original headers are kept");
+    assert_eq!(
+        (letters[first]["key"].as_str(), letters[first]["bytes"].as_u64()),
+        (Some("000000.edi"), Some(malformed.len() as u64))
+    );
+    assert_eq!(headers(second)["edi-inbox-outcome"], "conflict");
+    assert_eq!(headers(second)["edi-inbox-status"], "409");
+    assert_eq!(
+        (headers(second)["edi-inbox-partition"].as_str(), headers(second)["edi-inbox-offset"].as_str()),
+        (Some("0"), Some("0"))
+    );
+    assert_eq!(invoices(&db).await, 2, "{}", consumer.log());
+    let audited = async |outcome: &str| {
+        count(
+            &db.url,
+            &format!("SELECT COUNT(*) FROM deliveries WHERE door = 'kafka' AND outcome = '{outcome}'"),
+        )
+        .await
+    };
+    assert_eq!((audited("recorded").await, audited("replayed").await, audited("conflict").await), (2, 1, 1));
+    let ids = format!(
+        "SELECT COUNT(*) FROM deliveries WHERE transport_id IN ('{topic}/1/1', '{topic}/1/2', '{topic}/1/3', '{topic}/0/0')"
+    );
+    assert_eq!(count(&db.url, &ids).await, 4, "the transport id is topic/partition/offset");
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM refusals WHERE outcome = 'malformed'").await, 1);
+    drop(consumer);
+    db.remove().await;
+}
+
+/// Killed after COMMIT and before the offset is committed: the group reads the message again, and
+/// it is a replay.
+async fn a_kafka_consumer_killed_between_commit_and_offset_commit_books_once(backend: Backend) {
+    let db = migrated(backend).await;
+    let (topic, group) = (topic(1), format!("g-{}", uuid::Uuid::now_v7().simple()));
+    produce(&topic, Some(0), &[fixture("x12/810-single.edi")]);
+    let crashing = consume(&db.url, &from(&topic, &group), true);
+    let status = crashing.wait(Duration::from_secs(30));
+    assert!(status.is_some_and(|status| !status.success()), "{}", crashing.log());
+    assert_eq!(invoices(&db).await, 1, "committed before the crash");
+    assert_eq!(all_committed(&group, &topic), 0, "no offset committed");
+    drop(crashing);
+    let consumer = consume(&db.url, &from(&topic, &group), false);
+    settles("the message read again is committed", 1, async || all_committed(&group, &topic)).await;
+    let replays = "SELECT COUNT(*) FROM deliveries WHERE door = 'kafka' AND outcome = 'replayed'";
+    settles("the replay is audited", 1, async || count(&db.url, replays).await).await;
+    assert_eq!(invoices(&db).await, 1, "{}", consumer.log());
+    drop(consumer);
+    db.remove().await;
+}
+
+/// Two members of one group under load: the second joins mid-way and the first is killed -9 later
+/// (its partitions go to the second after the session timeout). Every interchange is booked once
+/// and every offset ends committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_members_of_a_group_book_each_interchange_once_across_rebalances() {
+    const MESSAGES: u32 = 400;
+    let db = migrated(Backend::Postgres).await;
+    let (topic, group) = (topic(4), format!("g-{}", uuid::Uuid::now_v7().simple()));
+    let bodies: Vec<Vec<u8>> = (1..=MESSAGES).map(numbered).collect();
+    produce(&topic, None, &bodies[..(MESSAGES / 2) as usize]);
+    let first = consume(&db.url, &from(&topic, &group), false);
+    common::eventually(async || invoices(&db).await, |booked| *booked >= 40).await;
+    let second = consume(&db.url, &from(&topic, &group), false);
+    produce(&topic, None, &bodies[(MESSAGES / 2) as usize..]);
+    common::eventually(async || invoices(&db).await, |booked| *booked >= i64::from(MESSAGES) * 3 / 4).await;
+    (first.killer())();
+    settles_long("every interchange booked", i64::from(MESSAGES), async || invoices(&db).await).await;
+    settles_long("every offset committed", i64::from(MESSAGES), async || all_committed(&group, &topic)).await;
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM inbox").await, i64::from(MESSAGES));
+    assert!(second.log().contains("Kafka partitions assigned"), "{}", second.log());
+    assert!(read(&format!("{topic}.dead")).is_empty(), "nothing dead-lettered");
+    drop((first, second));
+    db.remove().await;
+}
+
+/// [`settles`] with room for a session timeout and a rebalance.
+async fn settles_long(what: &str, want: i64, probe: impl AsyncFn() -> i64) {
+    for _ in 0..60 {
+        if probe().await == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(probe().await, want, "{what}");
+}
+
+/// PostgreSQL unreachable while messages arrive: nothing booked, dead-lettered or committed past
+/// the first message that could not be recorded; once it is back, each is booked once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_outage_commits_no_offset_until_it_ends() {
+    let db = migrated(Backend::Postgres).await;
+    let relay = Relay::start("127.0.0.1:5432".parse().unwrap()).await;
+    let relayed = db.url.replace("127.0.0.1:5432", &format!("127.0.0.1:{}", relay.port));
+    assert_ne!(relayed, db.url, "the test database is on 127.0.0.1:5432");
+    let (topic, group) = (topic(1), format!("g-{}", uuid::Uuid::now_v7().simple()));
+    let consumer = consume(&relayed, &from(&topic, &group), false);
+    produce(&topic, Some(0), &[numbered(1)]);
+    settles("booked while the database is up", 1, async || invoices(&db).await).await;
+    settles("its offset committed", 1, async || all_committed(&group, &topic)).await;
+    relay.cut();
+    produce(&topic, Some(0), &[numbered(2), numbered(3)]);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(all_committed(&group, &topic), 1, "nothing committed during the outage");
+    assert!(read(&format!("{topic}.dead")).is_empty(), "nothing dead-lettered during the outage");
+    relay.restore();
+    settles("booked once the database is back", 3, async || invoices(&db).await).await;
+    settles("every offset committed", 3, async || all_committed(&group, &topic)).await;
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM inbox").await, 3, "{}", consumer.log());
+    drop(consumer);
+    db.remove().await;
+}
+
+/// A topic the brokers do not have stops the consumer at start, saying so; a password in the URL
+/// never reaches its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_missing_topic_stops_the_consumer_and_says_which() {
+    let db = migrated(Backend::Sqlite).await;
+    let missing = format!("edi-missing-{}", uuid::Uuid::now_v7().simple());
+    let consumer = consume(&db.url, &from(&missing, "g"), false);
+    let status = consumer.wait(Duration::from_secs(40));
+    assert!(status.is_some_and(|status| !status.success()), "{}", consumer.log());
+    let log = consumer.log();
+    assert!(log.contains("does not exist") && log.contains(&missing), "{log}");
+    let refused =
+        consume(&db.url, &format!("kafka://edi:hunter2@{BROKER}/{missing}?group=g&sasl=plain"), false);
+    assert!(refused.wait(Duration::from_secs(10)).is_some_and(|status| !status.success()));
+    assert!(refused.log().contains("in clear") && !refused.log().contains("hunter2"), "{}", refused.log());
+    drop((consumer, refused));
+    db.remove().await;
+}
+
+both_backends!(
+    kafka_books_each_interchange_once_and_dead_letters_the_rest,
+    a_kafka_consumer_killed_between_commit_and_offset_commit_books_once,
+);

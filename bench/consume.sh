@@ -2,7 +2,8 @@
 # Consumer benchmark, one run, fresh PostgreSQL databases, release build:
 #   * HTTP ingest: the server driven by examples/load.rs for SECONDS at 64 clients, unique
 #     interchanges (201s) and one interchange again and again (200 replays);
-#   * `edi-inbox consume` from RabbitMQ and from NATS JetStream (examples/consume.rs): COUNT unique
+#   * `edi-inbox consume` from RabbitMQ, NATS JetStream and Kafka (tansu; a topic of 8 partitions)
+#     (examples/consume.rs): COUNT unique
 #     interchanges, then one interchange COUNT times (each after the first a redelivery: a replay),
 #     timed from the consumer's start until every message is audited.
 # One JSON line per figure. Usage: bench/consume.sh [COUNT] [SECONDS]   (defaults: 20000, 10)
@@ -21,7 +22,7 @@ for mode in unique replay; do
   kill "$server"; wait "$server" 2>/dev/null || true; server=
   echo "{\"http\":\"64 clients\",\"messages\":\"$mode\",\"per_second\":${rate:-0}}"
 done
-for broker in amqp://guest:guest@127.0.0.1:5672/%2f nats://127.0.0.1:4222; do
+for broker in amqp://guest:guest@127.0.0.1:5672/%2f nats://127.0.0.1:4222 kafka://127.0.0.1:9092; do
   for mode in unique redelivered; do
     fresh_pg edi_inbox_bench_consume
     target/release/examples/consume target/release/edi-inbox "$server_url/edi_inbox_bench_consume" "$broker" "$count" "$mode"

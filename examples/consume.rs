@@ -1,5 +1,5 @@
-//! Consumer benchmark driver: publishes COUNT interchanges to RabbitMQ or NATS JetStream with the
-//! brokers' Rust clients, then starts `edi-inbox consume` (BINARY) on DATABASE_URL and times it
+//! Consumer benchmark driver: publishes COUNT interchanges to RabbitMQ, NATS JetStream or Kafka
+//! (`kafka://HOST:PORT`: a topic of 8 partitions is made) with the brokers' Rust clients, then starts `edi-inbox consume` (BINARY) on DATABASE_URL and times it
 //! until every message is audited, and prints one JSON line. `unique` publishes COUNT distinct
 //! interchanges (each a first delivery); `redelivered` publishes one interchange COUNT times (every
 //! message after the first is a replay: acked, no effect).
@@ -39,11 +39,16 @@ async fn main() {
         .status()
         .expect("migrate");
     assert!(status.success(), "edi-inbox migrate");
-    if broker.starts_with("amqp") {
+    let from = if broker.starts_with("amqp") {
         publish_amqp(&broker, &queue, bodies).await;
+        broker.clone()
+    } else if let Some(address) = broker.strip_prefix("kafka://") {
+        publish_kafka(address, &queue, bodies).await;
+        format!("kafka://{address}/{queue}?group={queue}")
     } else {
         publish_nats(&broker, &queue, bodies).await;
-    }
+        broker.clone()
+    };
     let started = Instant::now();
     let mut consumer = Command::new(&binary)
         .args([
@@ -51,7 +56,7 @@ async fn main() {
             "--consume-auth",
             "open",
             "--from",
-            &broker,
+            &from,
             "--queue",
             &queue,
             "--subject",
@@ -72,7 +77,11 @@ async fn main() {
     let seconds = started.elapsed().as_secs_f64();
     let _ = consumer.kill();
     let _ = consumer.wait();
-    let kind = if broker.starts_with("amqp") { "rabbitmq" } else { "jetstream" };
+    let kind = match broker.split("://").next() {
+        Some("amqp") => "rabbitmq",
+        Some("kafka") => "kafka",
+        _ => "jetstream",
+    };
     let mode = if redelivered { "redelivered" } else { "unique" };
     println!(
         "{{\"consumer\":\"{kind}\",\"messages\":\"{mode}\",\"count\":{count},\"seconds\":{seconds:.2},\"per_second\":{:.0}}}",
@@ -122,6 +131,34 @@ async fn publish_nats(url: &str, stream: &str, bodies: impl Iterator<Item = Vec<
     }
     for ack in acks {
         ack.await.expect("stored");
+    }
+}
+
+async fn publish_kafka(address: &str, topic: &str, bodies: impl Iterator<Item = Vec<u8>>) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let mut config = rdkafka::ClientConfig::new();
+    config.set("bootstrap.servers", address).set("linger.ms", "5");
+    let admin: AdminClient<_> = config.create().expect("Kafka admin client");
+    let topics = [NewTopic::new(topic, 8, TopicReplication::Fixed(-1))];
+    for created in admin.create_topics(&topics, &AdminOptions::new()).await.expect("create topic") {
+        created.expect("topic created");
+    }
+    let producer: FutureProducer = config.create().expect("Kafka producer");
+    let headers =
+        OwnedHeaders::new().insert(Header { key: "content-type", value: Some("application/edi-x12") });
+    // Queued at once (librdkafka holds up to 100,000), then each delivery report awaited.
+    let bodies: Vec<Vec<u8>> = bodies.collect();
+    let reports: Vec<_> = bodies
+        .iter()
+        .map(|body| {
+            let record = FutureRecord::<(), _>::to(topic).payload(body).headers(headers.clone());
+            producer.send_result(record).map_err(|(e, _)| e).expect("queued")
+        })
+        .collect();
+    for report in reports {
+        report.await.expect("delivery report").map_err(|(e, _)| e).expect("stored");
     }
 }
 

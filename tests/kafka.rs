@@ -39,21 +39,29 @@ fn peer(args: &[&str]) -> String {
 
 /// A new topic of `partitions`, named for one test.
 fn topic(partitions: u32) -> String {
+    topic_on(BROKER, partitions)
+}
+
+fn topic_on(broker: &str, partitions: u32) -> String {
     let name = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
-    peer(&["create", BROKER, &name, &partitions.to_string()]);
+    peer(&["create", broker, &name, &partitions.to_string()]);
     name
 }
 
 /// Produces `bodies` in order (to `partition`, or spread by the producer), each in a file of its
 /// own whose name is the message key.
 fn produce(topic: &str, partition: Option<u32>, bodies: &[Vec<u8>]) {
+    produce_on(BROKER, topic, partition, bodies);
+}
+
+fn produce_on(broker: &str, topic: &str, partition: Option<u32>, bodies: &[Vec<u8>]) {
     let dir = std::env::temp_dir().join(format!("edi-kafka-{}", uuid::Uuid::now_v7().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     for (n, body) in bodies.iter().enumerate() {
         std::fs::write(dir.join(format!("{n:06}.edi")), body).unwrap();
     }
     let partition = partition.map(|p| p.to_string());
-    let mut args = vec!["produce", BROKER, topic];
+    let mut args = vec!["produce", broker, topic];
     if let Some(partition) = &partition {
         args.extend(["--partition", partition]);
     }
@@ -70,7 +78,11 @@ fn read(topic: &str) -> Vec<Value> {
 
 /// The group's committed offset per partition (-1: none yet).
 fn committed(group: &str, topic: &str) -> BTreeMap<String, i64> {
-    serde_json::from_str(&peer(&["committed", BROKER, group, topic])).unwrap()
+    committed_on(BROKER, group, topic)
+}
+
+fn committed_on(broker: &str, group: &str, topic: &str) -> BTreeMap<String, i64> {
+    serde_json::from_str(&peer(&["committed", broker, group, topic])).unwrap()
 }
 
 fn all_committed(group: &str, topic: &str) -> i64 {
@@ -79,6 +91,83 @@ fn all_committed(group: &str, topic: &str) -> i64 {
 
 fn from(topic: &str, group: &str) -> String {
     format!("kafka://{BROKER}/{topic}?group={group}&session_timeout_ms=6000")
+}
+
+/// The tansu binary: `EDI_INBOX_TANSU`, or where scripts/brokers-up builds it.
+fn tansu() -> PathBuf {
+    std::env::var_os("EDI_INBOX_TANSU").map(PathBuf::from).unwrap_or_else(|| {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers-up");
+        let out = Command::new(script).arg("--tansu").output().expect("scripts/brokers-up --tansu");
+        PathBuf::from(String::from_utf8(out.stdout).expect("a path").trim())
+    })
+}
+
+/// A tansu broker of a test's own, keeping its data in SQLite in a directory of its own: it can be
+/// killed and started again with what it held, or with authentication on.
+struct Broker {
+    address: String,
+    dir: PathBuf,
+    process: Option<std::process::Child>,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let dir = std::env::temp_dir().join(format!("edi-tansu-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut broker = Broker { address: format!("127.0.0.1:{port}"), dir, process: None };
+        broker.run(false);
+        broker
+    }
+
+    /// Starts it on its data; with `authentication`, SASL is required.
+    fn run(&mut self, authentication: bool) {
+        let tansu = tansu();
+        let listener = format!("tcp://{}", self.address);
+        let mut command = Command::new(&tansu);
+        command.current_dir(&self.dir).args([
+            "broker",
+            "--listener-url",
+            &listener,
+            "--advertised-listener-url",
+            &listener,
+        ]);
+        // Relative to the working directory: the broker's own directory.
+        command.args(["--storage-engine", "sqlite://tansu.db"]);
+        if authentication {
+            command.arg("--authentication");
+        }
+        let log =
+            std::fs::File::options().create(true).append(true).open(self.dir.join("tansu.log")).unwrap();
+        command.stdout(log.try_clone().unwrap()).stderr(log).stdin(std::process::Stdio::null());
+        self.process = Some(
+            command
+                .spawn()
+                .unwrap_or_else(|e| panic!("{} (scripts/brokers-up builds it): {e}", tansu.display())),
+        );
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(&self.address).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("tansu did not listen on {}", self.address);
+    }
+
+    /// SIGKILL, as a crash.
+    fn kill(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn consume(db_url: &str, from: &str, crash: bool) -> Process {
@@ -253,6 +342,70 @@ async fn a_database_outage_commits_no_offset_until_it_ends() {
     settles("every offset committed", 3, async || all_committed(&group, &topic)).await;
     assert_eq!(count(&db.url, "SELECT COUNT(*) FROM inbox").await, 3, "{}", consumer.log());
     drop(consumer);
+    db.remove().await;
+}
+
+/// The broker killed and started again while the consumer runs: the consumer waits for it, then
+/// books what was produced before and after, each once, and commits every offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_broker_restart_loses_nothing_and_books_nothing_twice() {
+    let db = migrated(Backend::Sqlite).await;
+    let mut broker = Broker::start();
+    let topic = topic_on(&broker.address, 2);
+    let source = format!("kafka://{}/{topic}?group=g&session_timeout_ms=6000", broker.address);
+    let consumer = consume(&db.url, &source, false);
+    produce_on(&broker.address, &topic, None, &[numbered(1), numbered(2), numbered(3)]);
+    settles("booked before the restart", 3, async || invoices(&db).await).await;
+    settles_long("committed before the restart", 3, async || {
+        committed_on(&broker.address, "g", &topic).values().map(|o| o.max(&0)).sum::<i64>()
+    })
+    .await;
+    broker.kill();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(consumer.wait(Duration::ZERO).is_none(), "the consumer waits for the broker: {}", consumer.log());
+    broker.run(false);
+    produce_on(&broker.address, &topic, None, &[numbered(3), numbered(4), numbered(5)]);
+    settles_long("booked after the restart", 5, async || invoices(&db).await).await;
+    settles_long("every offset committed", 6, async || {
+        committed_on(&broker.address, "g", &topic).values().map(|o| o.max(&0)).sum::<i64>()
+    })
+    .await;
+    assert_eq!(count(&db.url, "SELECT COUNT(*) FROM inbox").await, 5, "{}", consumer.log());
+    let replays = "SELECT COUNT(*) FROM deliveries WHERE door = 'kafka' AND outcome = 'replayed'";
+    assert!(count(&db.url, replays).await >= 1, "the interchange produced twice is a replay");
+    drop(consumer);
+    db.remove().await;
+}
+
+/// SCRAM-SHA-512 against a broker that requires it (Amazon MSK's mechanism): the right password
+/// books; a wrong one stops the consumer, and neither password reaches its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scram_credentials_are_used_and_never_logged() {
+    let db = migrated(Backend::Sqlite).await;
+    let mut broker = Broker::start();
+    let topic = topic_on(&broker.address, 1);
+    let created = Command::new(tansu())
+        .args(["user", "create", "edi-inbox", "pw-right-5813", "--mechanism", "scram512"])
+        .args(["--broker", &format!("tcp://{}", broker.address)])
+        .status()
+        .expect("tansu user create");
+    assert!(created.success());
+    produce_on(&broker.address, &topic, Some(0), &[numbered(7)]);
+    broker.kill();
+    broker.run(true);
+    let source = |password: &str| {
+        format!("kafka://edi-inbox:{password}@{}/{topic}?group=g&sasl=scram-sha-512", broker.address)
+    };
+    let refused = consume(&db.url, &source("pw-wrong-2291"), false);
+    let consumer = consume(&db.url, &source("pw-right-5813"), false);
+    settles_long("booked with the right password", 1, async || invoices(&db).await).await;
+    let status = refused.wait(Duration::from_secs(30));
+    assert!(status.is_some_and(|status| !status.success()), "{}", refused.log());
+    assert!(refused.log().contains("metadata"), "{}", refused.log());
+    for log in [refused.log(), consumer.log()] {
+        assert!(!log.contains("pw-right-5813") && !log.contains("pw-wrong-2291"), "{log}");
+    }
+    drop((consumer, refused));
     db.remove().await;
 }
 

@@ -31,8 +31,9 @@ use crate::inbox::transport::{Door, Transport};
 use source::KafkaSource;
 use watermark::{TopicPartition, Watermarks};
 
-/// How long a metadata request or a dead letter's delivery may take before it is tried again.
-const BROKER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the brokers' metadata may take at start (unreachable brokers or refused credentials
+/// end the process with its error), and a dead letter's delivery before it is tried again.
+const BROKER_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest refusal reason put in a dead letter's header, in bytes.
 const MAX_REASON: usize = 1024;
 

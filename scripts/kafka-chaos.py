@@ -5,8 +5,8 @@
 
 COUNT (10,000) distinct interchanges, and every tenth of them a second time, are produced with
 kafka-python to a topic of 6 partitions at a steady pace, while two members of one consumer group
-read them and one of the two, at random, is killed with SIGKILL every 2-4 s and started again (each
-kill lands between some transaction's COMMIT and its offset commit, and forces a rebalance). Once
+read them and one of the two, at random, is killed with SIGKILL every 2-4 s and started again under
+its static member name (each kill lands between some transaction's COMMIT and its offset commit). Once
 production ends and the last member has drained the topic: exactly COUNT interchanges and invoices
 exist, no control number twice, nothing is dead-lettered, every offset is committed, and every
 reading the audit holds beyond the first of each interchange is a replay. Needs tansu at 127.0.0.1:9092 (scripts/brokers-up)
@@ -30,8 +30,14 @@ from chaos import SAMPLE, Database, fail  # noqa: E402
 
 BROKER = "127.0.0.1:9092"
 PARTITIONS = 6
-# Messages produced a second per partition: the run spans some twenty kills.
-RATE = 60 * PARTITIONS
+# Messages produced a second: 11,000 take some 35 s, which span seven kills or so.
+RATE = 300
+# Consumer processes in the group, how long the group waits for a killed one, and the seconds
+# between kills: longer than the session, so that each kill's rebalance ends before the next
+# (tansu 0.6 leaves a group stuck when members die faster than it evicts them).
+MEMBERS = int(os.environ.get("EDI_INBOX_CHAOS_MEMBERS", "2"))
+SESSION_MS = 3000
+KILL_EVERY = (4, 6)
 
 
 class Member:
@@ -43,7 +49,7 @@ class Member:
         self.log, self.process = log, None
 
     def start(self):
-        env = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn")
+        env = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox::consumer=info")
         self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self.log, env=env)
 
     def kill(self):
@@ -80,18 +86,18 @@ def main(binary, count="10000"):
     admin = KafkaAdminClient(bootstrap_servers=BROKER)
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     admin.close()
-    source = f"kafka://{BROKER}/{topic}?group={group}&session_timeout_ms=6000"
+    source = f"kafka://{BROKER}/{topic}?group={group}&session_timeout_ms={SESSION_MS}"
     # Every tenth interchange twice, the second time a little later.
     order = [n for n in range(1, count + 1) for _ in range(2 if n % 10 == 0 else 1)]
     produced = len(order)
     with open(f"{work}/consumers.log", "ab") as log:
-        members = [Member(binary, database.url, source, log) for _ in range(2)]
+        members = [Member(binary, database.url, source, log) for _ in range(MEMBERS)]
         for member in members:
             member.start()
         kills, done = [0], threading.Event()
 
         def killer():
-            while not done.wait(random.uniform(2, 4)):
+            while not done.wait(random.uniform(*KILL_EVERY)):
                 member = random.choice(members)
                 member.kill()
                 kills[0] += 1

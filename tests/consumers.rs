@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use common::process::{self, Process};
 use common::relay::Relay;
-use common::{Backend, TestDb, count, fixture, numbered, settles};
+use common::{Backend, TestDb, count, fixture, invoices, migrated, numbered, settles};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -86,18 +86,6 @@ fn consume(db: &TestDb, from: &str, queue: &str, crash: bool) -> Process {
         command.env("EDI_INBOX_CRASH_AT", "consume-before-ack");
     }
     Process::start(command, false)
-}
-
-/// A fresh database with the schema, so that it can be counted before the consumer has started.
-async fn migrated(backend: Backend) -> TestDb {
-    let db = TestDb::create(backend).await;
-    let status = process::command(&db.url, &["migrate"]).status().expect("edi-inbox migrate runs");
-    assert!(status.success(), "edi-inbox migrate");
-    db
-}
-
-async fn invoices(db: &TestDb) -> i64 {
-    count(&db.url, "SELECT COUNT(*) FROM invoices").await
 }
 
 /// Declares the queue the way the consumer does, so that messages can be published first.

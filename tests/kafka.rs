@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::process::{self, Process};
 use common::relay::Relay;
-use common::{Backend, TestDb, count, fixture, numbered, settles};
+use common::{Backend, count, fixture, invoices, migrated, numbered, settles};
 use serde_json::Value;
 
 const BROKER: &str = "127.0.0.1:9092";
@@ -86,7 +86,12 @@ fn committed_on(broker: &str, group: &str, topic: &str) -> BTreeMap<String, i64>
 }
 
 fn all_committed(group: &str, topic: &str) -> i64 {
-    committed(group, topic).values().map(|offset| offset.max(&0)).sum()
+    all_committed_on(BROKER, group, topic)
+}
+
+/// The offsets a group committed, summed over the topic's partitions.
+fn all_committed_on(broker: &str, group: &str, topic: &str) -> i64 {
+    committed_on(broker, group, topic).values().map(|offset| offset.max(&0)).sum()
 }
 
 fn from(topic: &str, group: &str) -> String {
@@ -187,18 +192,6 @@ fn consume(db_url: &str, from: &str, crash: bool) -> Process {
         command.env("EDI_INBOX_CRASH_AT", "consume-before-ack");
     }
     Process::start(command, false)
-}
-
-/// A fresh database with the schema, so that it can be counted before the consumer has started.
-async fn migrated(backend: Backend) -> TestDb {
-    let db = TestDb::create(backend).await;
-    let status = process::command(&db.url, &["migrate"]).status().expect("edi-inbox migrate runs");
-    assert!(status.success(), "edi-inbox migrate");
-    db
-}
-
-async fn invoices(db: &TestDb) -> i64 {
-    count(&db.url, "SELECT COUNT(*) FROM invoices").await
 }
 
 /// A malformed message first in the partition, then an interchange twice and another: the malformed
@@ -356,20 +349,16 @@ async fn a_broker_restart_loses_nothing_and_books_nothing_twice() {
     let consumer = consume(&db.url, &source, false);
     produce_on(&broker.address, &topic, None, &[numbered(1), numbered(2), numbered(3)]);
     settles("booked before the restart", 3, async || invoices(&db).await).await;
-    settles_long("committed before the restart", 3, async || {
-        committed_on(&broker.address, "g", &topic).values().map(|o| o.max(&0)).sum::<i64>()
-    })
-    .await;
+    let address = broker.address.clone();
+    let committed = async || all_committed_on(&address, "g", &topic);
+    settles_long("committed before the restart", 3, committed).await;
     broker.kill();
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(consumer.wait(Duration::ZERO).is_none(), "the consumer waits for the broker: {}", consumer.log());
     broker.run(false);
     produce_on(&broker.address, &topic, None, &[numbered(3), numbered(4), numbered(5)]);
     settles_long("booked after the restart", 5, async || invoices(&db).await).await;
-    settles_long("every offset committed", 6, async || {
-        committed_on(&broker.address, "g", &topic).values().map(|o| o.max(&0)).sum::<i64>()
-    })
-    .await;
+    settles_long("every offset committed", 6, committed).await;
     assert_eq!(count(&db.url, "SELECT COUNT(*) FROM inbox").await, 5, "{}", consumer.log());
     let replays = "SELECT COUNT(*) FROM deliveries WHERE door = 'kafka' AND outcome = 'replayed'";
     assert!(count(&db.url, replays).await >= 1, "the interchange produced twice is a replay");

@@ -344,6 +344,19 @@ pub async fn settles<T: PartialEq + std::fmt::Debug>(what: &str, want: T, probe:
     assert_eq!(last, want, "{what}");
 }
 
+/// A fresh database with the schema (`edi-inbox migrate`), so that it can be counted before the
+/// process that uses it has started.
+pub async fn migrated(backend: Backend) -> TestDb {
+    let db = TestDb::create(backend).await;
+    let status = process::command(&db.url, &["migrate"]).status().expect("edi-inbox migrate runs");
+    assert!(status.success(), "edi-inbox migrate");
+    db
+}
+
+pub async fn invoices(db: &TestDb) -> i64 {
+    count(&db.url, "SELECT COUNT(*) FROM invoices").await
+}
+
 /// One integer from the test database (either engine), for what the API does not show: how many
 /// rows a table holds, how long a stored value is.
 /// Moves every interchange, stored payload and audit row `days` back in time, on PostgreSQL, into

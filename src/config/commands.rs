@@ -20,8 +20,8 @@ pub enum Command {
     /// Deliver pending outbox messages to the accounting API until stopped (what `serve` does in
     /// the background unless `--relay false`).
     Relay,
-    /// Consume interchanges from RabbitMQ or NATS JetStream until stopped, acknowledging each
-    /// message only after the transaction that recorded it committed.
+    /// Consume interchanges from RabbitMQ, NATS JetStream or Kafka until stopped, acknowledging
+    /// each message (committing its offset) only after the transaction that recorded it committed.
     Consume(ConsumeConfig),
     /// Write the invoices not exported yet to CSV files in `--export-dir`, then exit.
     Export,

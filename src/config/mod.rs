@@ -359,10 +359,12 @@ pub struct ConsumeConfig {
     /// Largest message in bytes; a larger one is dead-lettered unread.
     #[arg(long, env = "EDI_INBOX_CONSUME_MAX_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub consume_max_bytes: usize,
-    /// The broker: `amqp://user:password@host:5672/%2f` (RabbitMQ) or `nats://host:4222` (JetStream).
+    /// The broker: `amqp://user:password@host:5672/%2f` (RabbitMQ), `nats://host:4222` (JetStream)
+    /// or `kafka://host:9092/topic?group=name` (a Kafka consumer group; `kafkas://` over TLS).
     #[arg(long, env = "EDI_INBOX_CONSUME_FROM", hide_env_values = true)]
     pub from: Option<String>,
-    /// The RabbitMQ queue (its dead letters go to `{queue}.dead`), or the JetStream stream.
+    /// The RabbitMQ queue (its dead letters go to `{queue}.dead`), or the JetStream stream (Kafka
+    /// reads the URL's topics).
     #[arg(long, env = "EDI_INBOX_CONSUME_QUEUE", default_value = "edi-interchanges")]
     pub queue: String,
     /// The subject the JetStream stream captures and the consumer reads.
@@ -371,7 +373,8 @@ pub struct ConsumeConfig {
     /// The durable JetStream consumer's name, or the RabbitMQ consumer tag.
     #[arg(long, env = "EDI_INBOX_CONSUME_DURABLE", default_value = "edi-inbox")]
     pub durable: String,
-    /// Messages taken from the broker and processed at once (unacknowledged at most).
+    /// Messages taken from the broker and processed at once (unacknowledged, or not yet committed
+    /// past, at most).
     #[arg(long, env = "EDI_INBOX_CONSUME_PREFETCH", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub prefetch: u16,
     /// Milliseconds a message waits before redelivery when the database is unavailable (doubling

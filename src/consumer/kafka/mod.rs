@@ -123,9 +123,6 @@ pub async fn run(
         settings.set("session.timeout.ms", timeout.as_millis().to_string());
         settings.set("heartbeat.interval.ms", (timeout.as_millis() / 3).to_string());
     }
-    if let Some(instance) = &source.instance {
-        settings.set("group.instance.id", instance);
-    }
     let consumer: Arc<StreamConsumer<Group>> =
         Arc::new(settings.create_with_context(Group { marks: Arc::clone(&marks) })?);
     let dead_letters: FutureProducer = source

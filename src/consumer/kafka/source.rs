@@ -1,7 +1,7 @@
 //! Where the Kafka consumer reads, parsed once from `--from`:
 //! `kafka://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/TOPIC[,TOPIC…]?group=GROUP` (`kafkas://` over
-//! TLS), with `sasl=plain|scram-sha-256|scram-sha-512`, `ca=PATH`, `session_timeout_ms=N` and
-//! `instance=NAME` (static group membership) as further query parameters; then turned into librdkafka's settings. No error quotes the user or
+//! TLS), with `sasl=plain|scram-sha-256|scram-sha-512`, `ca=PATH` and `session_timeout_ms=N` as
+//! further query parameters; then turned into librdkafka's settings. No error quotes the user or
 //! the password: `--from` is a secret as a whole.
 
 use std::path::PathBuf;
@@ -47,9 +47,6 @@ pub struct KafkaSource {
     pub ca: Option<PathBuf>,
     /// How long the group waits for a silent member before giving its partitions to another.
     pub session_timeout: Option<Duration>,
-    /// This member's lasting name in the group (KIP-345): restarted under the same name, it takes
-    /// its partitions back without a rebalance of the whole group.
-    pub instance: Option<String>,
 }
 
 /// The longest topic name Kafka takes.
@@ -88,7 +85,6 @@ impl std::str::FromStr for KafkaSource {
                     })?);
                 }
                 "ca" => ca = Some(PathBuf::from(&*value)),
-                "instance" => instance = Some(value.into_owned()).filter(|name| !name.is_empty()),
                 "session_timeout_ms" => {
                     let ms = value.parse::<u64>().ok().filter(|ms| (1_000..=3_600_000).contains(ms));
                     let ms = ms.ok_or_else(|| {
@@ -98,7 +94,7 @@ impl std::str::FromStr for KafkaSource {
                 }
                 other => {
                     return Err(format!(
-                        "unknown Kafka URL parameter {other:?} (group, sasl, ca, session_timeout_ms, instance)"
+                        "unknown Kafka URL parameter {other:?} (group, sasl, ca, session_timeout_ms)"
                     ));
                 }
             }
@@ -119,7 +115,7 @@ impl std::str::FromStr for KafkaSource {
                     .into(),
             );
         }
-        Ok(KafkaSource { brokers, topics, group, tls, sasl, ca, session_timeout, instance })
+        Ok(KafkaSource { brokers, topics, group, tls, sasl, ca, session_timeout })
     }
 }
 
@@ -197,13 +193,12 @@ mod tests {
     #[test]
     fn several_brokers_and_topics_and_scram_credentials_become_librdkafka_settings() {
         let source =
-            parsed("kafkas://app%24:p%40ss%3Aw@b1.example:9093,[::1]:9094/edi.in,edi-2?group=inbox&sasl=scram-sha-512&session_timeout_ms=6000&instance=pod-0")
+            parsed("kafkas://app%24:p%40ss%3Aw@b1.example:9093,[::1]:9094/edi.in,edi-2?group=inbox&sasl=scram-sha-512&session_timeout_ms=6000")
                 .unwrap();
         assert_eq!(source.brokers, ["b1.example:9093", "[::1]:9094"]);
         assert_eq!(source.topics, ["edi.in", "edi-2"]);
         assert_eq!(source.group, "inbox");
         assert_eq!(source.session_timeout, Some(Duration::from_secs(6)));
-        assert_eq!(source.instance.as_deref(), Some("pod-0"));
         let config = source.client_config();
         assert_eq!(config.get("bootstrap.servers"), Some("b1.example:9093,[::1]:9094"));
         assert_eq!(config.get("security.protocol"), Some("sasl_ssl"));

@@ -20,11 +20,17 @@ use serde_json::Value;
 
 const BROKER: &str = "127.0.0.1:9092";
 
+/// The clients' virtualenv's Python, which has kafka-python.
+fn python() -> PathBuf {
+    std::env::var_os("EDI_INBOX_TEST_PYTHON").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/clients-venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
 /// The kafka-python peer, run with the clients' virtualenv (tests/clients/run.sh makes it).
 fn peer(args: &[&str]) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var_os("EDI_INBOX_TEST_PYTHON")
-        .map_or_else(|| root.join("target/clients-venv/bin/python"), PathBuf::from);
+    let (root, python) = (PathBuf::from(env!("CARGO_MANIFEST_DIR")), python());
     let output =
         Command::new(&python).arg(root.join("tests/peers/kafka_peer.py")).args(args).output().unwrap_or_else(
             |e| panic!("{} (scripts/test, via tests/clients/run.sh, makes it): {e}", python.display()),
@@ -111,6 +117,8 @@ fn tansu() -> PathBuf {
 /// killed and started again with what it held, or with authentication on.
 struct Broker {
     address: String,
+    /// The address it gives its clients in metadata: its own, or a TLS proxy's in front of it.
+    advertised: String,
     dir: PathBuf,
     process: Option<std::process::Child>,
 }
@@ -120,7 +128,8 @@ impl Broker {
         let dir = std::env::temp_dir().join(format!("edi-tansu-{}", uuid::Uuid::now_v7().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut broker = Broker { address: format!("127.0.0.1:{port}"), dir, process: None };
+        let address = format!("127.0.0.1:{port}");
+        let mut broker = Broker { advertised: address.clone(), address, dir, process: None };
         broker.run(false);
         broker
     }
@@ -128,14 +137,15 @@ impl Broker {
     /// Starts it on its data; with `authentication`, SASL is required.
     fn run(&mut self, authentication: bool) {
         let tansu = tansu();
-        let listener = format!("tcp://{}", self.address);
+        let (listener, advertised) =
+            (format!("tcp://{}", self.address), format!("tcp://{}", self.advertised));
         let mut command = Command::new(&tansu);
         command.current_dir(&self.dir).args([
             "broker",
             "--listener-url",
             &listener,
             "--advertised-listener-url",
-            &listener,
+            &advertised,
         ]);
         // Relative to the working directory: the broker's own directory.
         command.args(["--storage-engine", "sqlite://tansu.db"]);
@@ -303,13 +313,17 @@ async fn two_members_of_a_group_book_each_interchange_once_across_rebalances() {
 
 /// [`settles`] with room for a session timeout and a rebalance.
 async fn settles_long(what: &str, want: i64, probe: impl AsyncFn() -> i64) {
+    settles_long_or(what, want, probe, String::new).await
+}
+
+async fn settles_long_or(what: &str, want: i64, probe: impl AsyncFn() -> i64, log: impl Fn() -> String) {
     for _ in 0..60 {
         if probe().await == want {
             return;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    assert_eq!(probe().await, want, "{what}");
+    assert_eq!(probe().await, want, "{what}\n{}", log());
 }
 
 /// PostgreSQL unreachable while messages arrive: nothing booked, dead-lettered or committed past
@@ -366,10 +380,11 @@ async fn a_broker_restart_loses_nothing_and_books_nothing_twice() {
     db.remove().await;
 }
 
-/// SCRAM-SHA-512 against a broker that requires it (Amazon MSK's mechanism): the right password
-/// books; a wrong one stops the consumer, and neither password reaches its log.
+/// SCRAM-SHA-512 over TLS against a broker that requires it (Amazon MSK's setting; the TLS ends at
+/// a proxy in front of tansu, whose own TLS options cannot be given together): the right password
+/// books, a wrong one stops the consumer, and neither reaches its log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn scram_credentials_are_used_and_never_logged() {
+async fn scram_over_tls_is_used_and_never_logged() {
     let db = migrated(Backend::Sqlite).await;
     let mut broker = Broker::start();
     let topic = topic_on(&broker.address, 1);
@@ -381,21 +396,67 @@ async fn scram_credentials_are_used_and_never_logged() {
     assert!(created.success());
     produce_on(&broker.address, &topic, Some(0), &[numbered(7)]);
     broker.kill();
+    let proxy = TlsProxy::start(&broker);
+    broker.advertised = proxy.address.clone();
     broker.run(true);
+    let ca = proxy.certificate.display().to_string();
     let source = |password: &str| {
-        format!("kafka://edi-inbox:{password}@{}/{topic}?group=g&sasl=scram-sha-512", broker.address)
+        format!("kafkas://edi-inbox:{password}@{}/{topic}?group=g&sasl=scram-sha-512&ca={ca}", proxy.address)
     };
     let refused = consume(&db.url, &source("pw-wrong-2291"), false);
     let consumer = consume(&db.url, &source("pw-right-5813"), false);
-    settles_long("booked with the right password", 1, async || invoices(&db).await).await;
+    let booked = async || invoices(&db).await;
+    settles_long_or("booked with the right password", 1, booked, || consumer.log()).await;
     let status = refused.wait(Duration::from_secs(30));
     assert!(status.is_some_and(|status| !status.success()), "{}", refused.log());
     assert!(refused.log().contains("metadata"), "{}", refused.log());
     for log in [refused.log(), consumer.log()] {
         assert!(!log.contains("pw-right-5813") && !log.contains("pw-wrong-2291"), "{log}");
     }
-    drop((consumer, refused));
+    drop((consumer, refused, proxy));
     db.remove().await;
+}
+
+/// A TLS-terminating proxy (tests/peers/tls_proxy.py) in front of a broker, with a certificate for
+/// 127.0.0.1 made by `openssl` for the occasion.
+struct TlsProxy {
+    address: String,
+    certificate: PathBuf,
+    process: std::process::Child,
+}
+
+impl TlsProxy {
+    fn start(broker: &Broker) -> TlsProxy {
+        let (certificate, key) = (broker.dir.join("proxy.crt"), broker.dir.join("proxy.key"));
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
+            .args([&key, std::path::Path::new("-out"), &certificate])
+            .output()
+            .expect("openssl");
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let upstream = broker.address.rsplit(':').next().unwrap();
+        let mut process = Command::new(python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/tls_proxy.py"))
+            .args([&certificate, &key])
+            .args([&port.to_string(), upstream])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("tls_proxy.py");
+        let mut ready = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(process.stdout.take().unwrap()), &mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready");
+        TlsProxy { address: format!("127.0.0.1:{port}"), certificate, process }
+    }
+}
+
+impl Drop for TlsProxy {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
 }
 
 /// A topic the brokers do not have stops the consumer at start, saying so; a password in the URL

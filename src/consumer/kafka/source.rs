@@ -73,8 +73,7 @@ impl std::str::FromStr for KafkaSource {
         let brokers = hosts.split(',').map(broker).collect::<Result<Vec<_>, _>>()?;
         let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
         let topics = path.split(',').map(topic).collect::<Result<Vec<_>, _>>()?;
-        let (mut group, mut mechanism, mut ca, mut session_timeout, mut instance) =
-            (None, None, None, None, None);
+        let (mut group, mut mechanism, mut ca, mut session_timeout) = (None, None, None, None);
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             match &*name {
                 "group" => group = Some(value.into_owned()).filter(|group| !group.is_empty()),

@@ -459,6 +459,30 @@ impl Drop for TlsProxy {
     }
 }
 
+/// A message over `--consume-max-bytes` is a dead letter, unread, its body kept for an operator;
+/// the partition moves on to the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_oversized_message_is_a_dead_letter_and_the_partition_moves_on() {
+    let db = migrated(Backend::Sqlite).await;
+    let (topic, group) = (topic(1), format!("g-{}", uuid::Uuid::now_v7().simple()));
+    let large = numbered(1).repeat(3);
+    produce(&topic, Some(0), &[large.clone(), numbered(2)]);
+    let args =
+        ["consume", "--consume-auth", "open", "--from", &from(&topic, "g"), "--consume-max-bytes", "1000"];
+    let consumer = Process::start(process::command(&db.url, &args), false);
+    settles("the next message booked", 1, async || invoices(&db).await).await;
+    let dead = format!("{topic}.dead");
+    settles("the large one is a dead letter", 1, async || read(&dead).len()).await;
+    let letter = &read(&dead)[0];
+    assert_eq!(letter["headers"]["edi-inbox-outcome"], "too-large", "{letter}");
+    assert_eq!(letter["headers"]["edi-inbox-status"], "413", "{letter}");
+    assert_eq!(letter["headers"]["edi-inbox-reason"], "the message exceeds the limit of 1000 bytes");
+    assert_eq!(letter["bytes"].as_u64(), Some(large.len() as u64));
+    settles("both offsets committed", 2, async || all_committed(&group, &topic)).await;
+    drop(consumer);
+    db.remove().await;
+}
+
 /// A topic the brokers do not have stops the consumer at start, saying so; a password in the URL
 /// never reaches its log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

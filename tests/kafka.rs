@@ -468,7 +468,7 @@ async fn an_oversized_message_is_a_dead_letter_and_the_partition_moves_on() {
     let large = numbered(1).repeat(3);
     produce(&topic, Some(0), &[large.clone(), numbered(2)]);
     let args =
-        ["consume", "--consume-auth", "open", "--from", &from(&topic, "g"), "--consume-max-bytes", "1000"];
+        ["consume", "--consume-auth", "open", "--from", &from(&topic, &group), "--consume-max-bytes", "1000"];
     let consumer = Process::start(process::command(&db.url, &args), false);
     settles("the next message booked", 1, async || invoices(&db).await).await;
     let dead = format!("{topic}.dead");
@@ -478,7 +478,8 @@ async fn an_oversized_message_is_a_dead_letter_and_the_partition_moves_on() {
     assert_eq!(letter["headers"]["edi-inbox-status"], "413", "{letter}");
     assert_eq!(letter["headers"]["edi-inbox-reason"], "the message exceeds the limit of 1000 bytes");
     assert_eq!(letter["bytes"].as_u64(), Some(large.len() as u64));
-    settles("both offsets committed", 2, async || all_committed(&group, &topic)).await;
+    let committed = async || all_committed(&group, &topic);
+    settles_long_or("both offsets committed", 2, committed, || consumer.log()).await;
     drop(consumer);
     db.remove().await;
 }

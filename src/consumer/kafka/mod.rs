@@ -20,7 +20,7 @@ use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer as _, ConsumerContext, Rebalance, StreamConsumer,
 };
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::sync::watch;
@@ -145,9 +145,11 @@ pub async fn run(
     let messages = consumer.stream().filter_map(move |message| {
         let message = match message {
             Ok(message) => {
-                let message = message.detach();
-                let partition = (message.topic().to_owned(), message.partition());
-                taken.lock().unwrap_or_else(PoisonError::into_inner).take(partition, message.offset());
+                let message = Taken::from(&message);
+                taken
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(message.partition.clone(), message.offset);
                 Some(message)
             }
             Err(error) => {
@@ -157,7 +159,7 @@ pub async fn run(
         };
         std::future::ready(message)
     });
-    let settle = |message: OwnedMessage| {
+    let settle = |message: Taken| {
         let settler = Settler {
             inbox: inbox.clone(),
             consumer: Arc::clone(&consumer),
@@ -222,12 +224,11 @@ struct Settler {
 impl Settler {
     /// Records the message (retrying a transient failure until it passes or the consumer stops),
     /// dead-letters a refusal, and then stores the partition's committable offset.
-    async fn settle(mut self, message: OwnedMessage) {
-        let queued = queued(&message);
+    async fn settle(mut self, message: Taken) {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let handled = self.inbox.handle(queued.clone()).await;
+            let handled = self.inbox.handle(message.queued.clone()).await;
             match handled.settlement {
                 Settlement::Ack => break,
                 Settlement::DeadLetter if self.dead_letter(&message, &handled).await => break,
@@ -237,9 +238,9 @@ impl Settler {
                 Settlement::Retry => return,
             }
         }
-        let partition: TopicPartition = (message.topic().to_owned(), message.partition());
+        let partition = &message.partition;
         let committable =
-            self.marks.lock().unwrap_or_else(PoisonError::into_inner).settle(&partition, message.offset());
+            self.marks.lock().unwrap_or_else(PoisonError::into_inner).settle(partition, message.offset);
         if let Some(next) = committable {
             let mut offsets = TopicPartitionList::new();
             let stored = offsets
@@ -265,28 +266,29 @@ impl Settler {
 
     /// Sends `message` to its topic's dead letters with headers naming why, retrying until the
     /// broker has it; false when the consumer stops first.
-    async fn dead_letter(&mut self, message: &OwnedMessage, handled: &Handled) -> bool {
-        let topic = KafkaSource::dead_letters(message.topic());
-        let (partition, offset) = (message.partition().to_string(), message.offset().to_string());
+    async fn dead_letter(&mut self, message: &Taken, handled: &Handled) -> bool {
+        let (source, partition) = &message.partition;
+        let topic = KafkaSource::dead_letters(source);
+        let (partition, offset) = (partition.to_string(), message.offset.to_string());
         let status = handled.status.to_string();
         let reason = handled.reason.as_deref().map(|reason| crate::inbox::truncated(reason, MAX_REASON));
-        let mut headers = message.headers().cloned().unwrap_or_else(OwnedHeaders::new);
+        let mut headers = message.headers.clone().unwrap_or_default();
         for (key, value) in [
             ("edi-inbox-outcome", Some(handled.outcome)),
             ("edi-inbox-status", Some(status.as_str())),
             ("edi-inbox-reason", reason.as_deref()),
-            ("edi-inbox-topic", Some(message.topic())),
+            ("edi-inbox-topic", Some(source.as_str())),
             ("edi-inbox-partition", Some(partition.as_str())),
             ("edi-inbox-offset", Some(offset.as_str())),
         ] {
             headers = headers.insert(Header { key, value });
         }
         let mut attempts = 0;
-        let mut body = message.payload();
+        let mut body = (!message.null_payload).then_some(&message.queued.body[..]);
         loop {
             attempts += 1;
             let mut record = FutureRecord::<[u8], [u8]>::to(&topic).headers(headers.clone());
-            if let Some(key) = message.key() {
+            if let Some(key) = &message.key {
                 record = record.key(key);
             }
             if let Some(body) = body {
@@ -294,8 +296,8 @@ impl Settler {
             }
             match self.dead_letters.send(record, BROKER_TIMEOUT).await {
                 Ok(_) => {
-                    tracing::info!(topic, outcome = handled.outcome, source = %message.topic(),
-                        partition = message.partition(), offset = message.offset(), "Kafka message dead-lettered");
+                    tracing::info!(topic, outcome = handled.outcome, %source, partition, offset = message.offset,
+                        "Kafka message dead-lettered");
                     return true;
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge), _))
@@ -317,23 +319,44 @@ impl Settler {
     }
 }
 
-/// The inbox's view of a Kafka message: its body, its `content-type` header, and where it was read.
-fn queued(message: &OwnedMessage) -> QueuedMessage {
-    let header = |name: &str| {
-        let headers = message.headers()?;
-        let found = headers.iter().find(|h| h.key.eq_ignore_ascii_case(name))?;
-        found.value.map(|value| String::from_utf8_lossy(value).into_owned())
-    };
-    let id = format!("{}/{}/{}", message.topic(), message.partition(), message.offset());
-    let transport = Transport::new(Door::Kafka, Some(&id))
-        .with("topic", Some(message.topic()))
-        .with("partition", Some(message.partition()))
-        .with("offset", Some(message.offset()))
-        .with("key", message.key().map(|key| crate::inbox::truncated(&String::from_utf8_lossy(key), 256)))
-        .with("timestamp_ms", message.timestamp().to_millis());
-    QueuedMessage {
-        body: message.payload().map(bytes::Bytes::copy_from_slice).unwrap_or_default(),
-        content_type: header("content-type"),
-        transport,
+/// A message taken from a partition: the inbox's view of it (its body, its `content-type` header,
+/// and where it was read), and what its dead letter repeats. The body is copied once, out of
+/// librdkafka's buffer.
+struct Taken {
+    queued: QueuedMessage,
+    partition: TopicPartition,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    headers: Option<OwnedHeaders>,
+    /// A message without a value (a tombstone), as opposed to an empty one.
+    null_payload: bool,
+}
+
+impl From<&BorrowedMessage<'_>> for Taken {
+    fn from(message: &BorrowedMessage<'_>) -> Taken {
+        let headers = message.headers().map(|headers| headers.detach());
+        let content_type = headers.as_ref().and_then(|headers| {
+            let found = headers.iter().find(|h| h.key.eq_ignore_ascii_case("content-type"))?;
+            found.value.map(|value| String::from_utf8_lossy(value).into_owned())
+        });
+        let id = format!("{}/{}/{}", message.topic(), message.partition(), message.offset());
+        let transport = Transport::new(Door::Kafka, Some(&id))
+            .with("topic", Some(message.topic()))
+            .with("partition", Some(message.partition()))
+            .with("offset", Some(message.offset()))
+            .with("key", message.key().map(|key| crate::inbox::truncated(&String::from_utf8_lossy(key), 256)))
+            .with("timestamp_ms", message.timestamp().to_millis());
+        Taken {
+            queued: QueuedMessage {
+                body: message.payload().map(bytes::Bytes::copy_from_slice).unwrap_or_default(),
+                content_type,
+                transport,
+            },
+            partition: (message.topic().to_owned(), message.partition()),
+            offset: message.offset(),
+            key: message.key().map(<[u8]>::to_vec),
+            headers,
+            null_payload: message.payload().is_none(),
+        }
     }
 }

@@ -45,7 +45,7 @@ enum Attachment {
 
 /// One day partition of a table, named `{table}_pYYYYMMDD`.
 #[derive(Debug, PartialEq, Eq)]
-struct Partition {
+pub(super) struct Partition {
     name: String,
     day: NaiveDate,
     attachment: Attachment,
@@ -75,13 +75,13 @@ pub(super) fn day_start(time: DateTime<Utc>) -> DateTime<Utc> {
     time.date_naive().and_hms_opt(0, 0, 0).map_or(time, |start| start.and_utc())
 }
 
-/// Drops every partition of `table` whose whole day is before `horizon` (finishing what an
-/// interrupted run left detached or half-detached); returns the rows they held.
-pub(super) async fn drop_expired(
+/// The partitions of `table` whose whole day is before `horizon`, oldest first (with those an
+/// interrupted run left detached or half-detached).
+pub(super) async fn expired(
     conn: &mut PgConnection,
     table: &str,
     horizon: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
+) -> Result<Vec<Partition>, sqlx::Error> {
     let listed: Vec<(String, Option<bool>)> = sqlx::query_as(
         "SELECT c.relname::text, i.inhdetachpending FROM pg_class c
             LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
@@ -104,27 +104,33 @@ pub(super) async fn drop_expired(
         .filter(|partition| partition.expired(horizon))
         .collect();
     expired.sort_by_key(|partition| partition.day);
-    let mut rows = 0;
-    for partition in expired {
-        // The name was parsed above: the table's name, `_p` and eight digits.
-        let name = &partition.name;
-        let detach = match partition.attachment {
-            Attachment::Attached => Some("CONCURRENTLY"),
-            Attachment::DetachPending => Some("FINALIZE"),
-            Attachment::Detached => None,
-        };
-        if let Some(mode) = detach {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER TABLE {table} DETACH PARTITION {name} {mode}")))
-                .execute(&mut *conn)
-                .await?;
-        }
-        let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {name}")))
-            .fetch_one(&mut *conn)
+    Ok(expired)
+}
+
+/// Detaches `partition` of `table` (without blocking inserts into the table), counts its rows and
+/// drops it; returns the rows it held.
+pub(super) async fn drop(
+    conn: &mut PgConnection,
+    table: &str,
+    partition: &Partition,
+) -> Result<u64, sqlx::Error> {
+    // The name was parsed from the catalogue: the table's name, `_p` and eight digits.
+    let name = &partition.name;
+    let detach = match partition.attachment {
+        Attachment::Attached => Some("CONCURRENTLY"),
+        Attachment::DetachPending => Some("FINALIZE"),
+        Attachment::Detached => None,
+    };
+    if let Some(mode) = detach {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER TABLE {table} DETACH PARTITION {name} {mode}")))
+            .execute(&mut *conn)
             .await?;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}"))).execute(&mut *conn).await?;
-        rows += u64::try_from(count).unwrap_or_default();
     }
-    Ok(rows)
+    let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {name}")))
+        .fetch_one(&mut *conn)
+        .await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}"))).execute(&mut *conn).await?;
+    Ok(u64::try_from(count).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! pyas2lib itself): sign-then-compress inside encryption with a base64 transfer encoding, the
 //! receipt's MIC and signature checked with OpenSSL against the exact signed part; plain EDI with a
 //! receipt asked; an invalid interchange and a refused message answered with error MDNs; no
-//! receipt asked, the refusal stays HTTP. On SQLite and PostgreSQL.
+//! receipt asked, the refusal stays HTTP; opaque signed-data under AES-GCM (authEnveloped-data),
+//! built by the `openssl cms` command. On SQLite and PostgreSQL.
 
 mod common;
 
@@ -415,6 +416,86 @@ async fn the_certificate_is_served_to_partners(backend: Backend) {
     h.finish().await;
 }
 
+/// `openssl cms ARGS` (OpenSSL's own command, a sender independent of this service's code) on
+/// `input`, its DER output.
+fn openssl_cms(args: &[&str], input: &[u8]) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("edi-inbox-cms-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir(&dir).unwrap();
+    let (source, output) = (dir.join("in"), dir.join("out.der"));
+    std::fs::write(&source, input).unwrap();
+    let status = std::process::Command::new("openssl")
+        .arg("cms")
+        .args(args)
+        .args(["-binary", "-outform", "DER", "-in"])
+        .arg(&source)
+        .arg("-out")
+        .arg(&output)
+        .status()
+        .expect("the openssl command runs (Debian's openssl package)");
+    assert!(status.success(), "openssl cms {args:?} failed");
+    let der = std::fs::read(&output).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    der
+}
+
+/// Opaque `signed-data` (the EDI entity inside the signature) encrypted with AES-256-GCM
+/// (`authEnveloped-data`), as gateways send with modern settings, built by `openssl cms`: booked
+/// once, the resend `processed` too, each receipt with the MIC of the entity the signature carries;
+/// content changed under the signature gets `integrity-check-failed` and books nothing.
+async fn opaque_signed_data_under_authenticated_encryption_is_booked_once(backend: Backend) {
+    let (station, partner) = (Pair::new("edi-inbox"), Pair::new("acme"));
+    let (keys, signer) = (station.write(), partner.write());
+    let recipient = std::env::temp_dir().join(format!("edi-inbox-as2-{}.crt", uuid::Uuid::now_v7()));
+    std::fs::write(&recipient, station.certificate_pem()).unwrap();
+    let server =
+        ServerConfig { as2_keys: vec![keys.clone()], as2_receiver_ids: vec!["BUYERCO".into()], ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    register_acme(&h, &partner).await;
+    let signer_path = signer.to_str().unwrap();
+    let sign = |entity: &[u8]| {
+        openssl_cms(
+            &["-sign", "-nodetach", "-md", "sha256", "-signer", signer_path, "-inkey", signer_path],
+            entity,
+        )
+    };
+    let encrypt = |signed: &[u8]| {
+        let entity = [
+            b"Content-Type: application/pkcs7-mime; smime-type=signed-data; name=smime.p7m\r\n\r\n"
+                .as_slice(),
+            signed,
+        ]
+        .concat();
+        openssl_cms(&["-encrypt", "-aes-256-gcm", "-recip", recipient.to_str().unwrap()], &entity)
+    };
+    let receipt_asked = [
+        ("disposition-notification-to", "edi@acme.example"),
+        ("disposition-notification-options", RECEIPT_OPTIONS),
+    ];
+    let smime = "application/pkcs7-mime; smime-type=authEnveloped-data; name=smime.p7m";
+    let entity = edi_entity(701);
+    let wire = encrypt(&sign(&entity));
+    for _ in 0..2 {
+        let reply = post(&h, smime, &receipt_asked, wire.clone()).await;
+        let fields = verified_receipt(&reply, &station);
+        assert!(
+            fields.contains("Disposition: automatic-action/MDN-sent-automatically; processed\r\n"),
+            "{fields}"
+        );
+        assert!(fields.contains(&format!("Received-Content-MIC: {}, sha-256", mic(&entity))), "{fields}");
+    }
+    assert_eq!(invoices(&h).await, 1);
+
+    let mut changed = sign(&edi_entity(702));
+    let at = changed.windows(6).position(|w| w == b"ST*810").unwrap();
+    changed[at + 5] = b'1';
+    let reply = post(&h, smime, &receipt_asked, encrypt(&changed)).await;
+    let fields = verified_receipt(&reply, &station);
+    assert!(fields.contains("; processed/error: integrity-check-failed\r\n"), "{fields}");
+    assert_eq!(invoices(&h).await, 1, "nothing refused was booked");
+    h.finish().await;
+    [keys, signer, recipient].iter().for_each(|path| std::fs::remove_file(path).unwrap());
+}
+
 /// ACME, known by its AS2 name and signing certificate, which must sign and encrypt.
 async fn register_acme(h: &Harness, partner: &Pair) {
     register(
@@ -439,6 +520,7 @@ async fn attempts_of(h: &Harness, id: &str) -> Vec<serde_json::Value> {
 both_backends!(
     appended_ciphertext_blocks_teach_nothing,
     an_as2_gateway_gets_a_receipt_for_every_final_outcome,
+    opaque_signed_data_under_authenticated_encryption_is_booked_once,
     plain_edi_with_a_receipt_asked_is_answered_with_an_mdn,
     the_certificate_is_served_to_partners
 );

@@ -1,9 +1,9 @@
 //! Opening an AS2 message layer by layer: `application/pkcs7-mime` enveloped data is decrypted with
-//! this service's keys, compressed data inflated, `multipart/signed` verified against the partner's
-//! certificates, until the EDI entity is reached. The MIC of the receipt is that of the signed
-//! entity exactly as received (the outermost signature, wherever it is nested: RFC 5402 signs
-//! before or after compressing); an unsigned message's is that of the first layer inside the
-//! encryption. Everything decrypted is read strictly, and any failure to read it answers as a
+//! this service's keys, compressed data inflated, `multipart/signed` and opaque `signed-data`
+//! verified against the partner's certificates, until the EDI entity is reached. The MIC of the
+//! receipt is that of the signed entity exactly as received (the outermost signature, wherever it
+//! is nested: RFC 5402 signs before or after compressing; for opaque signed-data, the entity it
+//! carries); an unsigned message's is that of the first layer inside the encryption. Everything decrypted is read strictly, and any failure to read it answers as a
 //! decryption failure: with CBC, a changed ciphertext must not be told apart by its padding.
 
 use openssl::cms::{CMSOptions, CmsContentInfo};
@@ -110,6 +110,15 @@ fn layer(
                     .and_then(|entity| layer(&entity, Some(&inner), depth + 1, opening, state))
                     .map_err(inside_encryption);
             }
+            Some("signed-data") => {
+                let der = entity.decoded_body()?;
+                if state.reading == Reading::Strict && !compressed::is_one_value(&der) {
+                    return Err(Failure::Malformed("data follows the signed data".into()));
+                }
+                let signed = verify(None, &der, opening.signers, state.reading)?;
+                sign_once(state, &signed, opening);
+                signed
+            }
             Some(other) => return Err(Failure::Malformed(format!("S/MIME type {other:?} is not read here"))),
         };
         return layer(&Entity::parse(&inner, state.reading)?, Some(&inner), depth + 1, opening, state);
@@ -121,11 +130,8 @@ fn layer(
         let (signed, signature) = mime::signed_parts(entity.body, boundary, state.reading)?;
         let signature = Entity::parse(signature, state.reading)?.decoded_body()?;
         let signed_entity = Entity::parse(signed, state.reading)?;
-        verify(signed, &signature, opening.signers, state.reading)?;
-        if state.signed_mic.is_none() {
-            state.signed_mic = Some(Mic::of(signed, opening.mic));
-        }
-        state.security.signed = true;
+        verify(Some(signed), &signature, opening.signers, state.reading)?;
+        sign_once(state, signed, opening);
         return layer(&signed_entity, Some(signed), depth + 1, opening, state);
     }
     mic_once(state, entity, raw, opening);
@@ -152,6 +158,15 @@ fn inside_encryption(failure: Failure) -> Failure {
     }
 }
 
+/// Marks the message signed, taking the receipt's MIC from `signed` (the entity a signature
+/// covers, headers included) unless an outer signature gave it.
+fn sign_once(state: &mut State<'_>, signed: &[u8], opening: &Opening<'_>) {
+    if state.signed_mic.is_none() {
+        state.signed_mic = Some(Mic::of(signed, opening.mic));
+    }
+    state.security.signed = true;
+}
+
 /// Takes an unsigned message's MIC from this entity unless an outer layer gave it.
 fn mic_once(state: &mut State<'_>, entity: &Entity<'_>, raw: Option<&[u8]>, opening: &Opening<'_>) {
     if state.unsigned_mic.is_none() && state.signed_mic.is_none() {
@@ -176,12 +191,19 @@ fn decrypt(der: &[u8], identities: &[Identity]) -> Result<(Vec<u8>, bool), Failu
     Ok((plaintext, compressed::content_type(der) == Some(AUTH_ENVELOPED_DATA)))
 }
 
-/// Verifies a detached signature over `signed` with one of the partner's certificates, and only
-/// those (certificates the message carries are ignored; a partner's certificate is trusted as
-/// registered, not through a chain). A signature that only fails its content digest means the
-/// content changed; one no certificate verifies is not the partner's.
-/// Read strictly, a signature that is not exactly one CMS structure is malformed, not unproven.
-fn verify(signed: &[u8], signature: &[u8], signers: &[X509], reading: Reading) -> Result<(), Failure> {
+/// Verifies a signature with one of the partner's certificates, and only those (certificates the
+/// message carries are ignored; a partner's certificate is trusted as registered, not through a
+/// chain): a detached one (`multipart/signed`) over `detached`, or, without it, an opaque one
+/// (`smime-type=signed-data`) over the content it carries, which is returned. A signature that
+/// only fails its content digest means the content changed; one no certificate verifies is not
+/// the partner's. Read strictly, a signature that is not exactly one CMS structure is malformed,
+/// not unproven.
+fn verify(
+    detached: Option<&[u8]>,
+    signature: &[u8],
+    signers: &[X509],
+    reading: Reading,
+) -> Result<Vec<u8>, Failure> {
     let not_cms = "the signature is not a CMS signature";
     let parsed = CmsContentInfo::from_der(signature)
         .ok()
@@ -202,11 +224,13 @@ fn verify(signed: &[u8], signature: &[u8], signers: &[X509], reading: Reading) -
         certificates.push(certificate.clone()).map_err(unusable)?;
     }
     let flags = CMSOptions::BINARY | CMSOptions::NOINTERN | CMSOptions::NO_SIGNER_CERT_VERIFY;
-    if cms.verify(Some(&certificates), None, Some(signed), None, flags).is_ok() {
-        return Ok(());
+    let mut content = Vec::new();
+    let output = detached.is_none().then_some(&mut content);
+    if cms.verify(Some(&certificates), None, detached, output, flags).is_ok() {
+        return Ok(content);
     }
     let signer_only = flags | CMSOptions::NO_CONTENT_VERIFY;
-    match cms.verify(Some(&certificates), None, Some(signed), None, signer_only) {
+    match cms.verify(Some(&certificates), None, detached, None, signer_only) {
         Ok(()) => Err(Failure::IntegrityCheckFailed),
         Err(_) => Err(Failure::AuthenticationFailed(
             "the signature is not made with the partner's certificate".into(),
@@ -346,6 +370,43 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
         );
     }
 
+    /// Opaque `signed-data` around `entity` by `signer` (the content inside the signature).
+    fn opaque(entity: &[u8], signer: &Identity) -> Vec<u8> {
+        let flags = CMSOptions::BINARY;
+        CmsContentInfo::sign(Some(&signer.certificate), Some(&signer.key), None, Some(entity), flags)
+            .unwrap()
+            .to_der()
+            .unwrap()
+    }
+
+    #[test]
+    fn opaque_signed_data_opens_with_the_mic_of_what_it_carries() {
+        let (station, partner, stranger) = (identity("station"), identity("partner"), identity("stranger"));
+        let keys = [station];
+        let signers = [partner.certificate.clone()];
+        const OPAQUE: &str = "application/pkcs7-mime; smime-type=signed-data; name=smime.p7m";
+        let opened = open_as(&opaque(&edi(), &partner), OPAQUE, &keys, &signers).unwrap();
+        assert_eq!(opened.payload, INTERCHANGE);
+        assert_eq!(opened.security, Security { signed: true, ..Security::default() });
+        assert_eq!(opened.mic, Mic::of(&edi(), &MicChoice::default()), "the MIC of the signed entity");
+
+        let entity =
+            [format!("Content-Type: {OPAQUE}\r\n\r\n").as_bytes(), &opaque(&edi(), &partner)].concat();
+        let inside = open_as(&enveloped(&entity, &keys[0]), SMIME, &keys, &signers).unwrap();
+        assert_eq!(inside.payload, INTERCHANGE);
+        assert!(inside.security.signed && inside.security.encrypted);
+        assert_eq!(inside.mic, opened.mic);
+
+        let foreign = open_as(&opaque(&edi(), &stranger), OPAQUE, &keys, &signers).unwrap_err();
+        assert!(matches!(foreign, Failure::AuthenticationFailed(_)), "{foreign:?}");
+        let mut changed = opaque(&edi(), &partner);
+        let at = changed.windows(5).position(|w| w == b"INV-7").unwrap();
+        changed[at + 4] = b'8';
+        assert_eq!(open_as(&changed, OPAQUE, &keys, &signers).unwrap_err(), Failure::IntegrityCheckFailed);
+        let unregistered = open_as(&opaque(&edi(), &partner), OPAQUE, &keys, &[]).unwrap_err();
+        assert!(matches!(unregistered, Failure::AuthenticationFailed(_)), "{unregistered:?}");
+    }
+
     #[test]
     fn nested_compression_shares_one_allowance() {
         let big = [b"Content-Type: text/plain\r\n\r\n".as_slice(), &vec![b'A'; 300_000]].concat();
@@ -381,7 +442,7 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
             std::str::from_utf8(top_headers).unwrap().trim().trim_start_matches("Content-Type: ");
         let refused = open_with(body, content_type, &[]).unwrap_err();
         assert_eq!(refused, Failure::Malformed("too many S/MIME layers".into()));
-        let signed_data = open_with(b"", "application/pkcs7-mime; smime-type=signed-data", &[]).unwrap_err();
-        assert!(matches!(signed_data, Failure::Malformed(detail) if detail.contains("signed-data")));
+        let certs_only = open_with(b"", "application/pkcs7-mime; smime-type=certs-only", &[]).unwrap_err();
+        assert!(matches!(certs_only, Failure::Malformed(detail) if detail.contains("certs-only")));
     }
 }

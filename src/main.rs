@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::app::{self, App};
+use edi_inbox::as2::gateway::{GatewaySettings, Station};
 use edi_inbox::config::{
-    self, Cli, Command, LogFormat, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand,
+    self, Cli, Command, DatabaseConfig, LogFormat, OutboxCommand, PartnerCommand, QuarantineCommand,
+    ServerConfig, SnsCommand,
 };
 use edi_inbox::consumer;
 use edi_inbox::http;
@@ -106,7 +108,7 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
         }
         Command::Partner { action } => {
             let store = app::open_store(&cli.database).await?;
-            partner_command(&store, action).await?;
+            partner_command(&store, action, &mut cli.server, &cli.database).await?;
         }
         Command::Quarantine { action } => {
             let store = app::open_store(&cli.database).await?;
@@ -168,12 +170,36 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
     Ok(())
 }
 
-/// Runs one `edi-inbox partner …` command, printing JSON.
-async fn partner_command(store: &Store, action: PartnerCommand) -> Result<(), Box<dyn std::error::Error>> {
+/// Runs one `edi-inbox partner …` command, printing JSON. A partner added with an AS2 name comes
+/// with what its gateway must be configured with (`as2_gateway`), the certificate included: the
+/// key `serve` will use, generated now where `serve` would generate it.
+async fn partner_command(
+    store: &Store,
+    action: PartnerCommand,
+    server: &mut ServerConfig,
+    database: &DatabaseConfig,
+) -> Result<(), Box<dyn std::error::Error>> {
     match action {
         PartnerCommand::Add(new) => {
             let (partner, secrets) = admin::register(store, &new, &Actor::command_line()).await?;
-            println!("{}", pretty(&serde_json::json!({ "partner": partner, "secrets": secrets })));
+            let mut added = serde_json::json!({ "partner": partner, "secrets": secrets });
+            if !partner.as2_ids.is_empty() {
+                server.adopt_generated_as2_key(database)?;
+                let identities = server.as2_identities()?;
+                let station = Station {
+                    base_url: &format!("http://{}", server.bind),
+                    receiver_ids: &server.as2_receiver_ids,
+                    identity: identities.first(),
+                };
+                let gateway = GatewaySettings::new(
+                    &station,
+                    &partner.as2_ids,
+                    partner.as2_security,
+                    &partner.as2_mdn_urls,
+                )?;
+                added["as2_gateway"] = serde_json::to_value(gateway)?;
+            }
+            println!("{}", pretty(&added));
             eprintln!("edi-inbox: the secrets above are shown only now; store them safely");
         }
         PartnerCommand::List => println!("{}", pretty(&store.partners().await?)),

@@ -3,7 +3,8 @@
 //! receipt's MIC and signature checked with OpenSSL against the exact signed part; plain EDI with a
 //! receipt asked; an invalid interchange and a refused message answered with error MDNs; no
 //! receipt asked, the refusal stays HTTP; opaque signed-data under AES-GCM (authEnveloped-data),
-//! built by the `openssl cms` command. On SQLite and PostgreSQL.
+//! built by the `openssl cms` command; what `partner add` prints for a partner's gateway. On SQLite
+//! and PostgreSQL.
 
 mod common;
 
@@ -496,6 +497,94 @@ async fn opaque_signed_data_under_authenticated_encryption_is_booked_once(backen
     [keys, signer, recipient].iter().for_each(|path| std::fs::remove_file(path).unwrap());
 }
 
+/// `partner add` with an AS2 name prints what the partner's gateway must be configured with. On
+/// SQLite the certificate is that of the key `serve` then uses (generated beside the database),
+/// its fingerprint as `openssl x509` computes it, and `serve` serves the same one; on PostgreSQL,
+/// where no key is generated without `--as2-generated-key`, there is none to give. A partner
+/// without an AS2 name gets no such settings.
+async fn partner_add_prints_what_the_gateway_must_configure(backend: Backend) {
+    let db = common::migrated(backend).await;
+    let partner = Pair::new("acme");
+    let certificate = partner.certificate_pem();
+    let added = common::process::command(
+        &db.url,
+        &[
+            "--as2-receiver-ids",
+            "BUYERCO-AS2",
+            "partner",
+            "add",
+            "acme",
+            "--name",
+            "ACME",
+            "--sender",
+            "x12:ZZ:ACMESUPPLY",
+            "--as2-id",
+            "ACME-AS2",
+            "--as2-certificate",
+            &certificate,
+            "--as2-security",
+            "signed-encrypted",
+            "--as2-mdn-url",
+            "https://as2.acme.example/mdn",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&added.stdout).unwrap();
+    let gateway = &printed["as2_gateway"];
+    assert_eq!(gateway["url"], "http://127.0.0.1:8080/v1/interchanges");
+    assert_eq!(gateway["as2_from"], json!(["ACME-AS2"]));
+    assert_eq!(gateway["as2_to"], json!(["BUYERCO-AS2"]));
+    assert_eq!(gateway["security"], "signed-encrypted");
+    assert_eq!(gateway["mdn_urls"], json!(["https://as2.acme.example/mdn"]));
+    assert_eq!(gateway["certificate_url"], "http://127.0.0.1:8080/v1/as2/certificate");
+    assert!(gateway["receipt"].as_str().unwrap().contains("signed MDN"), "{gateway}");
+    match backend {
+        Backend::Sqlite => {
+            let pem = gateway["certificate"].as_str().expect("a certificate to encrypt to");
+            let fingerprint = openssl_fingerprint(pem);
+            assert_eq!(gateway["certificate_sha256"].as_str(), Some(fingerprint.as_str()));
+            let server = common::process::Process::start(
+                common::process::command(&db.url, &["--bind", "127.0.0.1:0", "serve"]),
+                true,
+            );
+            let served = reqwest::get(server.url("/v1/as2/certificate")).await.unwrap().text().await.unwrap();
+            assert_eq!(served, pem, "serve uses the key partner add gave the certificate of");
+        }
+        Backend::Postgres => {
+            assert_eq!(
+                (&gateway["certificate"], &gateway["certificate_sha256"]),
+                (&json!(null), &json!(null))
+            );
+        }
+    }
+    let plain = common::process::command(
+        &db.url,
+        &["partner", "add", "globex", "--name", "Globex", "--sender", "x12:ZZ:GLOBEX"],
+    )
+    .output()
+    .unwrap();
+    assert!(plain.status.success(), "{}", String::from_utf8_lossy(&plain.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(printed.get("as2_gateway"), None, "{printed}");
+    db.remove().await;
+}
+
+/// The SHA-256 fingerprint of a PEM certificate as the `openssl x509` command prints it.
+fn openssl_fingerprint(pem: &str) -> String {
+    let mut command = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the openssl command runs");
+    command.stdin.take().unwrap().write_all(pem.as_bytes()).unwrap();
+    let output = command.wait_with_output().unwrap();
+    let printed = String::from_utf8(output.stdout).unwrap();
+    printed.trim().rsplit('=').next().unwrap().to_owned()
+}
+
 /// ACME, known by its AS2 name and signing certificate, which must sign and encrypt.
 async fn register_acme(h: &Harness, partner: &Pair) {
     register(
@@ -521,6 +610,7 @@ both_backends!(
     appended_ciphertext_blocks_teach_nothing,
     an_as2_gateway_gets_a_receipt_for_every_final_outcome,
     opaque_signed_data_under_authenticated_encryption_is_booked_once,
+    partner_add_prints_what_the_gateway_must_configure,
     plain_edi_with_a_receipt_asked_is_answered_with_an_mdn,
     the_certificate_is_served_to_partners
 );

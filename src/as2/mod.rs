@@ -4,6 +4,7 @@
 //! door (`http::receive::as2`) feeds it a request's headers and body and sends what it writes.
 
 mod compressed;
+pub mod gateway;
 mod identity;
 pub mod mdn;
 pub mod mime;

@@ -224,7 +224,8 @@ pub fn verify_signature(parts: &Parts, caller: Caller, body: &[u8]) -> Result<Ca
 /// every other route of `/v1/…` and `/metrics`, whatever the method (HEAD and OPTIONS included),
 /// except the delivery itself (`POST /v1/interchanges`, which partners authenticate).
 pub(super) fn guarded(partner_auth: bool, method: &Method, path: &str) -> bool {
-    let public = (method == Method::POST && path == "/v1/interchanges") || path == "/v1/as2/certificate";
+    let public = (method == Method::POST && path == "/v1/interchanges")
+        || path == crate::as2::gateway::CERTIFICATE_PATH;
     path.starts_with("/v1/admin/")
         || (partner_auth && !public && (path.starts_with("/v1/") || path == "/metrics"))
 }

@@ -205,7 +205,7 @@ fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, E
     let control_number = ic.text(unh, unh.element(1), 1)?;
     let (invoice, warnings) = if kind == INVOICE {
         let (invoice, warnings) = invoice::from_invoic(ic, message, &control_number)?;
-        (Some(invoice), warnings)
+        (Some(std::sync::Arc::new(invoice)), warnings)
     } else {
         (None, Vec::new())
     };

@@ -144,8 +144,8 @@ pub struct Document {
     pub control_number: String,
     /// Segment position of its ST / UNH.
     pub position: usize,
-    /// Present when the document is an invoice.
-    pub invoice: Option<Invoice>,
+    /// Present when the document is an invoice; shared with the resources rendered from it.
+    pub invoice: Option<std::sync::Arc<Invoice>>,
     /// Findings that do not reject the document, such as totals that disagree with the lines.
     pub warnings: Vec<Warning>,
 }

@@ -236,7 +236,7 @@ fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiEr
     let control_number = ic.text(st, st.element(2), 2)?;
     let (invoice, warnings) = if kind == INVOICE {
         let (invoice, warnings) = invoice::from_810(ic, set, &control_number)?;
-        (Some(invoice), warnings)
+        (Some(std::sync::Arc::new(invoice)), warnings)
     } else {
         (None, Vec::new())
     };

@@ -310,7 +310,7 @@ impl Delivery {
 
     /// The invoices this delivery books, with their ids.
     pub fn invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
-        self.documents.iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_ref()?)))
+        self.documents.iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_deref()?)))
     }
 
     /// The bytes the store writes for this delivery as its statement's parameters encode them,

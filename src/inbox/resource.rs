@@ -41,8 +41,11 @@ pub struct DocumentResource {
 pub struct InvoiceResource {
     pub id: Uuid,
     pub interchange_id: Uuid,
+    // Shared with the document it was booked from, so that rendering a large interchange copies
+    // no invoice.
     #[serde(flatten)]
-    pub invoice: Invoice,
+    #[schema(value_type = Invoice)]
+    pub invoice: std::sync::Arc<Invoice>,
     /// Where the invoice stands with the accounting API (invoice endpoints only, when an accounting
     /// API was configured as it was recorded; never part of an interchange response, which stays
     /// the same bytes on every replay).

@@ -89,7 +89,9 @@ impl Store {
         for row in rows {
             let line = row.line.into_line()?;
             match invoices.last_mut() {
-                Some(last) if last.id == row.invoice.id => last.invoice.lines.extend(line),
+                Some(last) if last.id == row.invoice.id => {
+                    std::sync::Arc::make_mut(&mut last.invoice).lines.extend(line)
+                }
                 _ => {
                     let mut invoice = row.invoice.into_resource(line.into_iter().collect())?;
                     invoice.accounting = row.accounting.into_state()?;
@@ -162,7 +164,7 @@ impl StoredInvoice {
             id: self.id,
             interchange_id: self.inbox_id,
             accounting: None,
-            invoice: Invoice {
+            invoice: std::sync::Arc::new(Invoice {
                 kind: self.kind,
                 number: self.number,
                 issue_date: NaiveDate::from_str(&self.issue_date)
@@ -183,7 +185,7 @@ impl StoredInvoice {
                 payment_terms: json(&self.payment_terms, "payment_terms")?,
                 stated_totals: json(&self.stated_totals, "stated_totals")?,
                 sources: json(&self.sources, "sources")?,
-            },
+            }),
         })
     }
 }

@@ -136,7 +136,7 @@ fn booked(text: &str) -> (crate::edi::Invoice, Vec<crate::edi::Warning>) {
     let text = if text.contains("UNT+") { recounted(text) } else { text.to_owned() };
     let mut documents = read(text.as_bytes()).unwrap().documents().unwrap();
     let document = documents.remove(0);
-    (document.invoice.unwrap(), document.warnings)
+    (std::sync::Arc::unwrap_or_clone(document.invoice.unwrap()), document.warnings)
 }
 
 #[test]

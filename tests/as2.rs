@@ -128,6 +128,12 @@ fn edi_entity(control: u32) -> Vec<u8> {
 const RECEIPT_OPTIONS: &str =
     "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-256";
 
+/// The headers of a gateway asking for a signed synchronous receipt.
+const RECEIPT_ASKED: [(&str, &str); 2] = [
+    ("disposition-notification-to", "edi@acme.example"),
+    ("disposition-notification-options", RECEIPT_OPTIONS),
+];
+
 async fn post(h: &Harness, content_type: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
     let mut request = h
         .app
@@ -163,6 +169,18 @@ fn verified_receipt(reply: &Reply, station: &Pair) -> String {
     first.split("message/disposition-notification").nth(1).unwrap().to_owned()
 }
 
+/// The fields of a verified receipt saying `processed`, with the MIC of `signed` (the entity the
+/// partner's signature covers).
+fn processed_receipt(reply: &Reply, station: &Pair, signed: &[u8]) -> String {
+    let fields = verified_receipt(reply, station);
+    assert!(
+        fields.contains("Disposition: automatic-action/MDN-sent-automatically; processed\r\n"),
+        "{fields}"
+    );
+    assert!(fields.contains(&format!("Received-Content-MIC: {}, sha-256", mic(signed))), "{fields}");
+    fields
+}
+
 fn mic(content: &[u8]) -> String {
     STANDARD.encode(openssl::hash::hash(MessageDigest::sha256(), content).unwrap())
 }
@@ -177,26 +195,14 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
         ServerConfig { as2_keys: vec![keys.clone()], as2_receiver_ids: vec!["BUYERCO".into()], ..secured() };
     let h = Harness::with_server(backend, server).await;
     register_acme(&h, &partner).await;
-    let receipt_asked = [
-        ("disposition-notification-to", "edi@acme.example"),
-        ("disposition-notification-options", RECEIPT_OPTIONS),
-    ];
     let (signed_part, signed_entity) = signed(&edi_entity(601), &partner);
     let wire = STANDARD.encode(encrypted(&compressed(&signed_entity), &station)).into_bytes();
     let smime = "application/pkcs7-mime; smime-type=enveloped-data; name=smime.p7m";
-    let mut headers = receipt_asked.to_vec();
+    let mut headers = RECEIPT_ASKED.to_vec();
     headers.extend([("content-transfer-encoding", "base64"), ("message-id", "<sign-then-compress@acme>")]);
     for _ in 0..2 {
         let reply = post(&h, smime, &headers, wire.clone()).await;
-        let fields = verified_receipt(&reply, &station);
-        assert!(
-            fields.contains("Disposition: automatic-action/MDN-sent-automatically; processed\r\n"),
-            "{fields}"
-        );
-        assert!(
-            fields.contains(&format!("Received-Content-MIC: {}, sha-256", mic(&signed_part))),
-            "{fields}"
-        );
+        let fields = processed_receipt(&reply, &station, &signed_part);
         assert!(fields.contains("Original-Message-ID: <sign-then-compress@acme>"), "{fields}");
         assert_eq!(reply.header("as2-to"), Some("\"ACME AS2\""));
     }
@@ -205,13 +211,13 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     let wrong_count = String::from_utf8(numbered(602)).unwrap().replace("SE*18*0001", "SE*17*0001");
     let broken = [b"Content-Type: application/edi-x12\r\n\r\n".to_vec(), wrong_count.into_bytes()].concat();
     let (_, broken) = signed(&broken, &partner);
-    let reply = post(&h, smime, &receipt_asked, encrypted(&broken, &station)).await;
+    let reply = post(&h, smime, &RECEIPT_ASKED, encrypted(&broken, &station)).await;
     let fields = verified_receipt(&reply, &station);
     assert!(fields.contains("; processed/error: unexpected-processing-error\r\n"), "{fields}");
     assert!(reply.text.contains("SE01"), "the problem's detail is in the MDN: {}", reply.text);
 
     let (_, foreign) = signed(&edi_entity(603), &stranger);
-    let reply = post(&h, smime, &receipt_asked, encrypted(&foreign, &station)).await;
+    let reply = post(&h, smime, &RECEIPT_ASKED, encrypted(&foreign, &station)).await;
     let fields = verified_receipt(&reply, &station);
     assert!(
         fields.contains("; processed/error: authentication-failed\r\n"),
@@ -221,13 +227,13 @@ async fn an_as2_gateway_gets_a_receipt_for_every_final_outcome(backend: Backend)
     let reply = post(
         &h,
         "multipart/signed; boundary=sig-b",
-        &receipt_asked,
+        &RECEIPT_ASKED,
         plain_foreign[plain_foreign.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..].to_vec(),
     )
     .await;
     let fields = verified_receipt(&reply, &station);
     assert!(fields.contains("; processed/error: authentication-failed\r\n"), "{fields}");
-    let reply = post(&h, "application/edi-x12", &receipt_asked, numbered(605)).await;
+    let reply = post(&h, "application/edi-x12", &RECEIPT_ASKED, numbered(605)).await;
     let fields = verified_receipt(&reply, &station);
     assert!(
         fields.contains("; processed/error: authentication-failed\r\n"),
@@ -468,28 +474,19 @@ async fn opaque_signed_data_under_authenticated_encryption_is_booked_once(backen
         .concat();
         openssl_cms(&["-encrypt", "-aes-256-gcm", "-recip", recipient.to_str().unwrap()], &entity)
     };
-    let receipt_asked = [
-        ("disposition-notification-to", "edi@acme.example"),
-        ("disposition-notification-options", RECEIPT_OPTIONS),
-    ];
     let smime = "application/pkcs7-mime; smime-type=authEnveloped-data; name=smime.p7m";
     let entity = edi_entity(701);
     let wire = encrypt(&sign(&entity));
     for _ in 0..2 {
-        let reply = post(&h, smime, &receipt_asked, wire.clone()).await;
-        let fields = verified_receipt(&reply, &station);
-        assert!(
-            fields.contains("Disposition: automatic-action/MDN-sent-automatically; processed\r\n"),
-            "{fields}"
-        );
-        assert!(fields.contains(&format!("Received-Content-MIC: {}, sha-256", mic(&entity))), "{fields}");
+        let reply = post(&h, smime, &RECEIPT_ASKED, wire.clone()).await;
+        processed_receipt(&reply, &station, &entity);
     }
     assert_eq!(invoices(&h).await, 1);
 
     let mut changed = sign(&edi_entity(702));
     let at = changed.windows(6).position(|w| w == b"ST*810").unwrap();
     changed[at + 5] = b'1';
-    let reply = post(&h, smime, &receipt_asked, encrypt(&changed)).await;
+    let reply = post(&h, smime, &RECEIPT_ASKED, encrypt(&changed)).await;
     let fields = verified_receipt(&reply, &station);
     assert!(fields.contains("; processed/error: integrity-check-failed\r\n"), "{fields}");
     assert_eq!(invoices(&h).await, 1, "nothing refused was booked");

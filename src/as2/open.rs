@@ -3,8 +3,9 @@
 //! verified against the partner's certificates, until the EDI entity is reached. The MIC of the
 //! receipt is that of the signed entity exactly as received (the outermost signature, wherever it
 //! is nested: RFC 5402 signs before or after compressing; for opaque signed-data, the entity it
-//! carries); an unsigned message's is that of the first layer inside the encryption. Everything decrypted is read strictly, and any failure to read it answers as a
-//! decryption failure: with CBC, a changed ciphertext must not be told apart by its padding.
+//! carries); an unsigned message's is that of the first layer inside the encryption. Everything
+//! decrypted is read strictly, and any failure to read it answers as a decryption failure: with
+//! CBC, a changed ciphertext must not be told apart by its padding.
 
 use openssl::cms::{CMSOptions, CmsContentInfo};
 use openssl::stack::Stack;

@@ -216,11 +216,16 @@ fn booked(mut invoice: Value) -> Value {
 /// five replays of its answer, its payload, and 70 invoices each with its outbox message (all
 /// streamed with COPY on PostgreSQL). Its first invoice is, field by field, the invoice
 /// the same message books alone (bound as arrays), text escapes included, and its last is there.
+/// The replays and `GET` list its documents and invoices from their rows (a large interchange's
+/// stored answer leaves them out) and answer the 201's bytes, its warning included.
 async fn a_large_interchange_books_what_each_message_books_alone(backend: Backend) {
     let accounting = Accounting::start().await;
     let config = accounting_config(&["--accounting-url", &accounting.url(), "--relay", "false"]);
     let h = Harness::with_accounting(backend, server_config(), &config).await;
-    let large = interchange_of(70, "LARGE");
+    let large = String::from_utf8(interchange_of(70, "LARGE")).unwrap();
+    // The second invoice states a total its lines do not make: a warning in the answer.
+    let (second, stated) = large.match_indices("MOA+77:5767.10").nth(1).unwrap();
+    let large = format!("{}MOA+77:5767.11{}", &large[..second], &large[second + stated.len()..]).into_bytes();
     let racing: Vec<_> = (0..6)
         .map(|_| {
             let request = h
@@ -244,7 +249,12 @@ async fn a_large_interchange_books_what_each_message_books_alone(backend: Backen
         replies.iter().all(|(_, text)| text == answer),
         "each replay is the stored answer, byte for byte"
     );
-    let id = serde_json::from_str::<Value>(answer).unwrap()["id"].as_str().unwrap().parse().unwrap();
+    let resource = serde_json::from_str::<Value>(answer).unwrap();
+    assert_eq!(resource["warnings"].as_array().map(Vec::len), Some(1), "{}", resource["warnings"]);
+    assert_eq!(resource["documents"].as_array().map(Vec::len), Some(70));
+    let id = resource["id"].as_str().unwrap().parse().unwrap();
+    let read = Reply::send(h.app.client.get(h.app.url(&format!("/v1/interchanges/{id}")))).await;
+    assert!(read.text == *answer, "GET answers the 201's bytes");
     let store = edi_inbox::app::open_store(&common::database_config(&h.db.url)).await.unwrap();
     let (payload, _) = store.payload(id).await.unwrap().expect("the payload is stored");
     assert!(payload == large, "the payload is stored byte for byte");

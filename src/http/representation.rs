@@ -58,14 +58,18 @@ impl Representation {
             Representation::Minimal => {
                 let stored = std::str::from_utf8(&stored).map_err(|_| ApiError::Internal)?;
                 let minimal = MinimalInterchange::from_resource(stored).map_err(|_| ApiError::Internal)?;
-                let body = serde_json::to_string(&minimal).map_err(|_| ApiError::Internal)?;
-                Ok((
-                    Bytes::from(body),
-                    Some((PREFERENCE_APPLIED, HeaderValue::from_static("return=minimal"))),
-                ))
+                Representation::minimal(&minimal)
             }
             Representation::Full | Representation::Ack => Ok((stored, None)),
         }
+    }
+
+    /// The minimal representation's body, and the header that says the preference was applied.
+    pub fn minimal(
+        minimal: &MinimalInterchange,
+    ) -> Result<(Bytes, Option<(HeaderName, HeaderValue)>), ApiError> {
+        let body = serde_json::to_string(minimal).map_err(|_| ApiError::Internal)?;
+        Ok((Bytes::from(body), Some((PREFERENCE_APPLIED, HeaderValue::from_static("return=minimal")))))
     }
 }
 

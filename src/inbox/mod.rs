@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::edi::{Document, EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
 use outbox::OutboxMessage;
-use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource};
+use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource, MinimalInterchange};
 pub use source::Source;
 
 /// Whether an interchange's documents were booked or the interchange was refused.
@@ -114,6 +114,11 @@ pub struct Received {
     pub received_at: DateTime<Utc>,
 }
 
+/// Documents from which an interchange is large: its answer's documents and invoices are not
+/// stored as part of its answer but listed from their own rows when it is read again (see
+/// [`Delivery::lists_from_rows`]), and PostgreSQL streams its rows with `COPY`.
+pub const LARGE_DOCUMENTS: usize = 64;
+
 /// Everything one POST wants written, decided before the transaction so that the store only writes.
 #[derive(Clone, Debug)]
 pub struct Delivery {
@@ -126,7 +131,8 @@ pub struct Delivery {
     received_at: DateTime<Utc>,
     status: Status,
     documents: Vec<StoredDocument>,
-    /// The response body of this delivery, stored so that every replay returns it byte for byte.
+    /// The response body of this delivery, stored so that every replay returns it byte for byte;
+    /// its lists left empty when they are read from their rows ([`Delivery::lists_from_rows`]).
     response: String,
     /// The acknowledgement (TA1/997/999 or CONTRL) with [`ack::CONTROL_NUMBER`] where the store puts
     /// the number it allocates.
@@ -155,8 +161,7 @@ impl Delivery {
                 document,
             })
             .collect();
-        let resource = delivery.resource(None);
-        delivery.response = rendered(&resource);
+        delivery.render_response();
         delivery
     }
 
@@ -298,8 +303,55 @@ impl Delivery {
     pub fn distinguish_by_content(&mut self) {
         self.key.message_id = format!("{}#{}", self.envelope.control_number, self.fingerprint.prefix(16));
         if self.status == Status::Processed {
-            self.response = rendered(&self.resource(None));
+            self.render_response();
         }
+    }
+
+    /// Renders the answer stored with a processed delivery: the whole resource, or for a large one
+    /// the resource with its documents and invoices left out, which are stored in their own rows
+    /// anyway (for 20,000 invoices, 40 MB not held, bound or stored a second time).
+    fn render_response(&mut self) {
+        let mut resource = self.resource(None);
+        if self.lists_from_rows() {
+            resource.documents = Vec::new();
+            resource.invoices = Vec::new();
+        }
+        self.response = rendered(&resource);
+    }
+
+    /// A processed large interchange ([`LARGE_DOCUMENTS`]): its stored answer leaves its documents
+    /// and invoices to be listed from their rows when it is replayed or read.
+    pub fn lists_from_rows(&self) -> bool {
+        self.status == Status::Processed && self.documents.len() >= LARGE_DOCUMENTS
+    }
+
+    /// The whole answer of a processed delivery, as every replay and read returns it: the stored
+    /// response, or, when its lists are read from rows, rendered now (only asked when a client wants
+    /// the whole of a large interchange).
+    pub fn full_response(&self) -> Option<String> {
+        self.lists_from_rows().then(|| rendered(&self.resource(None)))
+    }
+
+    /// Its minimal answer (`Prefer: return=minimal`), counted from the delivery itself.
+    pub fn minimal(&self) -> MinimalInterchange {
+        MinimalInterchange {
+            id: self.id,
+            status: self.status,
+            standard: self.envelope.standard,
+            sender: self.envelope.sender.clone(),
+            receiver: self.envelope.receiver.clone(),
+            control_number: self.envelope.control_number.clone(),
+            idempotency_key: self.key.clone(),
+            payload_sha256: self.fingerprint.to_string(),
+            received_at: self.received_at,
+            processed_at: self.received_at,
+            document_count: self.documents.len() as u64,
+            invoice_count: self.invoices().count() as u64,
+            warning_count: self.documents.iter().map(|d| d.document.warnings.len()).sum::<usize>() as u64,
+            href: String::new(),
+            invoices_href: String::new(),
+        }
+        .linked()
     }
 
     /// Queues the booking of each of this delivery's invoices with the accounting API, to be written
@@ -328,12 +380,12 @@ impl Delivery {
             + self.lines() * PER_LINE
     }
 
-    /// The bytes the claim statement binds for this delivery when its payload, answer, documents,
+    /// The bytes the claim statement binds for this delivery when its payload, documents,
     /// invoices, lines and outbox messages are streamed after it instead.
     pub fn claimed_bytes(&self) -> usize {
         /// The inbox and audit rows.
         const PER_DELIVERY: usize = 1024;
-        self.ack.len() + PER_DELIVERY
+        self.response.len() + self.ack.len() + PER_DELIVERY
     }
 
     /// The bytes of memory recording this delivery holds at its peak, for the memory budget: the
@@ -412,6 +464,8 @@ pub struct Claim {
     pub payload_sha256: Fingerprint,
     /// The stored response; only read back when the row is not fresh.
     pub response_body: Option<String>,
+    /// The stored response leaves its documents and invoices to be listed from their rows.
+    pub lists_from_rows: bool,
     /// The control number allocated to this delivery's acknowledgement, when the row is fresh.
     pub ack_control_number: Option<i64>,
     /// The fresh row's transport id was seen before with another key (PostgreSQL reports it here).
@@ -424,8 +478,10 @@ pub enum Outcome {
     /// First delivery of this key (or a corrected resend of a rejected one): its response is the
     /// answer, and its acknowledgement got this control number.
     Recorded { ack_control_number: i64 },
-    /// The same content was recorded before: answer with what was answered then.
-    Replayed { id: Uuid, status: Status, body: String },
+    /// The same content was recorded before: answer with what was answered then (its documents and
+    /// invoices still to be listed from their rows while `lists_from_rows`; the store's `record`
+    /// returns it whole).
+    Replayed { id: Uuid, status: Status, body: String, lists_from_rows: bool },
     /// The key was used before for different content; nothing was written.
     Conflict { original_id: Uuid },
 }
@@ -454,6 +510,7 @@ pub fn decide(claim: Claim, delivery: &Delivery) -> Next {
             id: claim.id,
             status,
             body: claim.response_body.unwrap_or_default(),
+            lists_from_rows: claim.lists_from_rows,
         });
     }
     match status {

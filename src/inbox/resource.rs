@@ -1,5 +1,7 @@
 //! The JSON resources of the API. The interchange resource is built once, when a delivery is
-//! recorded, and stored as the response body, so every replay and `GET` returns the same bytes.
+//! recorded, and stored as the response body, so every replay and `GET` returns the same bytes; a
+//! large interchange's is stored without its documents and invoices, which [`with_lists`] writes
+//! back in from their rows.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -78,6 +80,31 @@ pub struct InterchangeResource {
     pub error: Option<serde_json::Value>,
 }
 
+/// Where the stored answer of a large interchange leaves its lists out, as serde_json writes the
+/// resource's empty `documents` and `invoices`. A `,"` cannot occur inside a JSON string (every
+/// quote in one is escaped), and no field before them is a list, so it is found once, in place.
+const LISTS_LEFT_OUT: &str = r#","documents":[],"invoices":[],"#;
+
+/// The whole answer of a large interchange: its stored answer (`lists_left_out`, rendered with
+/// empty lists) with its documents and invoices, read from their rows, written in place; the same
+/// bytes as the resource rendered whole. `None` when the stored answer has no empty lists.
+pub fn with_lists(
+    lists_left_out: &str,
+    documents: &[DocumentResource],
+    invoices: &[InvoiceResource],
+) -> Option<String> {
+    let at = lists_left_out.find(LISTS_LEFT_OUT)?;
+    let mut whole = Vec::with_capacity(lists_left_out.len() + invoices.len() * 2048);
+    whole.extend_from_slice(&lists_left_out.as_bytes()[..at]);
+    whole.extend_from_slice(br#","documents":"#);
+    serde_json::to_writer(&mut whole, documents).ok()?;
+    whole.extend_from_slice(br#","invoices":"#);
+    serde_json::to_writer(&mut whole, invoices).ok()?;
+    whole.push(b',');
+    whole.extend_from_slice(&lists_left_out.as_bytes()[at + LISTS_LEFT_OUT.len()..]);
+    String::from_utf8(whole).ok()
+}
+
 /// A received interchange as `Prefer: return=minimal` answers it: the envelope, how many
 /// documents, invoices and warnings it holds, and links to them. Its size does not grow with the
 /// interchange. It is read (`from_resource`) from the full resource, whose lists are counted as
@@ -118,10 +145,14 @@ impl MinimalInterchange {
     /// The minimal form of a stored interchange resource (the body its first delivery was answered
     /// with).
     pub fn from_resource(body: &str) -> Result<MinimalInterchange, serde_json::Error> {
-        let mut minimal: MinimalInterchange = serde_json::from_str(body)?;
-        minimal.href = format!("/v1/interchanges/{}", minimal.id);
-        minimal.invoices_href = format!("/v1/invoices?interchange_id={}", minimal.id);
-        Ok(minimal)
+        Ok(serde_json::from_str::<MinimalInterchange>(body)?.linked())
+    }
+
+    /// With its links, which name its id.
+    pub(super) fn linked(mut self) -> MinimalInterchange {
+        self.href = format!("/v1/interchanges/{}", self.id);
+        self.invoices_href = format!("/v1/invoices?interchange_id={}", self.id);
+        self
     }
 }
 

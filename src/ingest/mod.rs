@@ -297,7 +297,7 @@ impl Ingest {
         }
         Ok(match outcome {
             Outcome::Recorded { ack_control_number } => Ingested::Recorded { delivery, ack_control_number },
-            Outcome::Replayed { id, status, body } => Ingested::Replayed { delivery, id, status, body },
+            Outcome::Replayed { id, status, body, .. } => Ingested::Replayed { delivery, id, status, body },
             Outcome::Conflict { original_id } => Ingested::Conflict { delivery, original_id },
         })
     }

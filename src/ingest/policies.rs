@@ -35,7 +35,7 @@ pub(super) fn quarantine<'a>(
         Outcome::Recorded { .. } if delivery.status() == Status::Rejected && rejection_held => {
             (rejection, delivery.id(), delivery.response().to_owned())
         }
-        Outcome::Replayed { id, status: Status::Rejected, body } if rejection_held => {
+        Outcome::Replayed { id, status: Status::Rejected, body, .. } if rejection_held => {
             (rejection, *id, body.clone())
         }
         Outcome::Conflict { .. } | Outcome::Recorded { .. } | Outcome::Replayed { .. } => return None,

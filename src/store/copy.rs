@@ -1,6 +1,6 @@
 //! `COPY … FROM STDIN` in PostgreSQL's text format: how each column value is written (escaped, or
 //! `\N`), a row as one line, and a table's rows streamed in chunks of [`CHUNK_BYTES`], so that a
-//! large interchange's payload, documents, invoices, lines and answer reach the database without a
+//! large interchange's payload, documents, invoices and lines reach the database without a
 //! statement, its parameters or its wire message holding all of them at once.
 
 use std::borrow::Cow;
@@ -10,7 +10,7 @@ use sqlx::PgConnection;
 use sqlx::postgres::PgCopyIn;
 use uuid::Uuid;
 
-use super::tables::{self, Table};
+use super::tables::{self, PayloadRow, Table};
 
 /// Bytes of rows sent to the server at a time.
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -63,14 +63,22 @@ impl CopyText for Cow<'_, str> {
     }
 }
 
+/// How a `bytea` in hex starts (`\x`, its backslash escaped).
+const BYTEA_PREFIX: &[u8] = b"\\\\x";
+
+/// Bytes as the hex digits of a `bytea`.
+fn hex(bytes: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &byte in bytes {
+        out.extend_from_slice(&[HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]]);
+    }
+}
+
 impl CopyText for &[u8] {
     /// `bytea` in hex (`\x…`, its backslash escaped).
     fn write(&self, out: &mut Vec<u8>) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        out.extend_from_slice(b"\\\\x");
-        for &byte in *self {
-            out.extend_from_slice(&[HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]]);
-        }
+        out.extend_from_slice(BYTEA_PREFIX);
+        hex(self, out);
     }
 }
 
@@ -139,22 +147,26 @@ pub(super) async fn copy_rows<T: Table + CopyRow>(
     finish(copy, sent).await
 }
 
-/// Streams `text` as the one column of the one row `statement` (a `COPY … FROM STDIN`) writes, in
-/// pieces: a text of any size costs [`CHUNK_BYTES`] of memory on its way.
-pub(super) async fn copy_text(
-    conn: &mut PgConnection,
-    statement: &str,
-    text: &str,
-) -> Result<u64, sqlx::Error> {
-    let mut copy = conn.copy_in_raw(statement).await?;
-    let mut chunk = Vec::with_capacity(CHUNK_BYTES + 1);
+/// Streams a delivery's payload row, its body hex-encoded a piece at a time: a body of any size
+/// costs [`CHUNK_BYTES`] of memory on its way, where its line would hold twice its size and more.
+pub(super) async fn copy_payload(conn: &mut PgConnection, row: &PayloadRow<'_>) -> Result<u64, sqlx::Error> {
+    let statement = format!("COPY {} ({}) FROM STDIN", PayloadRow::NAME, tables::names(PayloadRow::COLUMNS));
+    let mut copy = conn.copy_in_raw(&statement).await?;
+    let mut chunk = Vec::with_capacity(CHUNK_BYTES + 256);
     let sent = async {
-        for piece in text.as_bytes().chunks(CHUNK_BYTES / 2) {
-            chunk.clear();
-            escape(piece, &mut chunk);
+        // The columns in the table's order, the body last.
+        row.inbox_id.write(&mut chunk);
+        chunk.push(b'\t');
+        row.received_at.write(&mut chunk);
+        chunk.push(b'\t');
+        chunk.extend_from_slice(BYTEA_PREFIX);
+        for piece in row.body.chunks(CHUNK_BYTES / 2) {
+            hex(piece, &mut chunk);
             copy.send(chunk.as_slice()).await?;
+            chunk.clear();
         }
-        copy.send(b"\n".as_slice()).await?;
+        chunk.push(b'\n');
+        copy.send(chunk.as_slice()).await?;
         Ok::<(), sqlx::Error>(())
     }
     .await;
@@ -198,5 +210,14 @@ mod tests {
         assert_eq!(written(&at), "2026-12-05T18:00:00.000001Z");
         let id = Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_0001);
         assert_eq!(written(&id), "01930000-0000-7000-8000-000000000001");
+    }
+
+    #[test]
+    fn the_payload_row_is_streamed_in_its_columns_order() {
+        assert_eq!(tables::names(PayloadRow::COLUMNS), "inbox_id, received_at, body");
+        let mut out = Vec::new();
+        out.extend_from_slice(BYTEA_PREFIX);
+        hex(b"\x00\xff\n", &mut out);
+        assert_eq!(out, b"\\\\x00ff0a", "the pieces are the bytea the row writes whole");
     }
 }

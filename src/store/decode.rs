@@ -91,6 +91,7 @@ from_row!(Claim, |row| Ok(Claim {
     status: text(row, "status")?,
     payload_sha256: text(row, "payload_sha256")?,
     response_body: row.try_get("response_body")?,
+    lists_from_rows: row.try_get("lists_from_rows")?,
     ack_control_number: row.try_get("ack_control_number")?,
     // Only PostgreSQL's claim reports it; SQLite's is looked up by the audit trail.
     transport_reused: match row.try_get("transport_reused") {

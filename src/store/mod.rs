@@ -44,6 +44,7 @@ macro_rules! on_pool {
     };
 }
 
+mod answers;
 mod audit;
 mod batch;
 mod confirmed;
@@ -361,6 +362,7 @@ impl Store {
                 status: Status::Processed,
                 payload_sha256: cached.fingerprint,
                 response_body: Some(cached.response),
+                lists_from_rows: false,
                 ack_control_number: None,
                 transport_reused: false,
             };
@@ -391,8 +393,15 @@ impl Store {
             }
             outcome => outcome?,
         };
+        let mut outcome = outcome;
+        if let Outcome::Replayed { id, body, lists_from_rows, .. } = &mut outcome {
+            *body = self.whole_answer(*id, std::mem::take(body), *lists_from_rows).await?;
+            *lists_from_rows = false;
+        }
         match &outcome {
-            Outcome::Recorded { .. } if delivery.status() == Status::Processed => {
+            Outcome::Recorded { .. }
+                if delivery.status() == Status::Processed && !delivery.lists_from_rows() =>
+            {
                 self.shared.replays.insert(
                     delivery.key(),
                     delivery.id(),
@@ -403,7 +412,7 @@ impl Store {
                     self.shared.outbox_written.notify_one();
                 }
             }
-            Outcome::Replayed { id, status: Status::Processed, body } => {
+            Outcome::Replayed { id, status: Status::Processed, body, .. } => {
                 self.shared.replays.insert(delivery.key(), *id, delivery.fingerprint(), body);
             }
             _ => {}
@@ -438,11 +447,24 @@ impl Store {
         Ok(usize::try_from(applied).is_ok_and(|applied| applied >= known))
     }
 
+    /// An interchange with its whole answer.
     pub async fn interchange(&self, id: Uuid) -> Result<Option<StoredInterchange>, StoreError> {
         const SQL: &str = "SELECT id, status, standard, sender_qualifier, sender_id, receiver_qualifier, \
             receiver_id, control_number, source, message_id, payload_sha256, received_at, processed_at, \
-            response_body FROM inbox WHERE id = $1";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?))
+            response_body, lists_from_rows FROM inbox WHERE id = $1";
+        /// The row, and whether its answer's lists are read from rows.
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            #[sqlx(flatten)]
+            interchange: StoredInterchange,
+            lists_from_rows: bool,
+        }
+        let row: Option<Row> =
+            on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?);
+        let Some(Row { mut interchange, lists_from_rows }) = row else { return Ok(None) };
+        let stored = std::mem::take(&mut interchange.response_body);
+        interchange.response_body = self.whole_answer(id, stored, lists_from_rows).await?;
+        Ok(Some(interchange))
     }
 
     /// The newest acknowledgement sent for an interchange.

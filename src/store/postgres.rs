@@ -6,9 +6,9 @@
 //! commit for the batch, so a delivery and its effects commit together or not at all. A concurrent
 //! duplicate waits for the winner's COMMIT in the unique index and then sees its row: a replay or a
 //! conflict. No row is updated by more than one delivery. A large delivery (see [`Effects`]) is
-//! claimed by the same statement with its payload, answer, documents, invoices, lines and outbox
-//! messages left out, and those are streamed with `COPY` in the same transaction before its one
-//! commit.
+//! claimed by the same statement (its answer leaves its lists to their rows) with its payload,
+//! documents, invoices, lines and outbox messages left out; those are streamed with `COPY` in the
+//! same transaction before its one commit.
 
 use std::collections::HashMap;
 
@@ -20,7 +20,7 @@ use uuid::Uuid;
 use std::sync::{Arc, LazyLock};
 
 use super::batch::{self, Job};
-use super::copy::{copy_rows, copy_text};
+use super::copy::{copy_payload, copy_rows};
 use super::invoices::{self, effect_rows};
 use super::rows;
 use super::tables::{
@@ -34,7 +34,7 @@ use super::durability::synchronous;
 use super::hosts::Primary;
 use super::{StoreError, StoreOptions, audit};
 use crate::edi::ack;
-use crate::inbox::{Claim, Next, Outcome, decide};
+use crate::inbox::{Claim, LARGE_DOCUMENTS, Next, Outcome, decide};
 
 /// The pool (on the current primary) and the queue of the writer tasks.
 #[derive(Clone)]
@@ -164,7 +164,8 @@ fn claim_statement(claim: &str, also: &str, tail: &str) -> String {
             RETURNING inbox_id, transport_reused
         ), {outbox}
         SELECT claim.id AS delivery_id, claim.id, true AS fresh, claim.status, claim.payload_sha256,
-            NULL::text AS response_body, ack_written.control_number AS ack_control_number,
+            NULL::text AS response_body, false AS lists_from_rows,
+            ack_written.control_number AS ack_control_number,
             COALESCE(audit_written.transport_reused, false) AS transport_reused
         FROM claim LEFT JOIN ack_written ON ack_written.inbox_id = claim.id
             LEFT JOIN audit_written ON audit_written.inbox_id = claim.id
@@ -204,14 +205,14 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
         "",
         "UNION ALL
         SELECT incoming.id, inbox.id, false, inbox.status, inbox.payload_sha256, inbox.response_body,
-            NULL::bigint, false
+            inbox.lists_from_rows, NULL::bigint, false
         FROM incoming JOIN inbox ON inbox.source = incoming.source AND inbox.message_id = incoming.message_id
         WHERE NOT EXISTS (SELECT FROM claim WHERE claim.id = incoming.id)",
     )
 });
 
 /// The row holding a key, read with a fresh snapshot.
-const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_body,
+const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_body, lists_from_rows,
         NULL::bigint AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
 
@@ -249,24 +250,20 @@ struct Claimed {
     claim: Claim,
 }
 
-/// How a delivery's documents, invoices, lines and outbox messages reach the database.
+/// How a delivery's payload, documents, invoices, lines and outbox messages reach the database.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Effects {
     /// As arrays bound to the claim statement, with every other delivery of its batch.
     Bound,
-    /// Streamed with `COPY` after the claim, in its transaction, with the payload and the answer: a
-    /// delivery of at least
-    /// [`STREAMED_DOCUMENTS`] documents, whose arrays, encoded into the statement's parameters and
-    /// again into its wire message, would hold several times their size.
+    /// Streamed with `COPY` after the claim, in its transaction: a large delivery
+    /// ([`LARGE_DOCUMENTS`]), whose arrays, encoded into the statement's parameters and again into
+    /// its wire message, would hold several times their size.
     Streamed,
 }
 
-/// Documents from which a delivery's effects are streamed.
-const STREAMED_DOCUMENTS: usize = 64;
-
 impl Effects {
     fn of(job: &Job) -> Effects {
-        match job.delivery.documents().len() >= STREAMED_DOCUMENTS {
+        match job.delivery.documents().len() >= LARGE_DOCUMENTS {
             true => Effects::Streamed,
             false => Effects::Bound,
         }
@@ -315,7 +312,7 @@ async fn record_batch(pool: &PgPool, jobs: &[Job]) -> Vec<Result<Outcome, StoreE
 }
 
 /// Records one large delivery: [`CLAIM`] of its key, acknowledgement and audit row, then, when the
-/// key is its own, its payload, answer, documents, invoices, lines and outbox messages streamed,
+/// key is its own, its payload, documents, invoices, lines and outbox messages streamed,
 /// and one commit; otherwise nothing was written and the holder decides, as for any delivery.
 async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError> {
     let jobs = std::slice::from_ref(job);
@@ -325,16 +322,7 @@ async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError
         let claim = query.fetch_optional(&mut *tx).await?.map(|row| row.claim);
         if claim.as_ref().is_some_and(|claim| claim.fresh) {
             let d = &*job.delivery;
-            copy_rows(&mut tx, std::iter::once(rows::payload_row(d))).await?;
-            // The answer, staged in a table of this transaction's own, then set on the claimed row.
-            sqlx::raw_sql("CREATE TEMPORARY TABLE edi_inbox_answer (body text NOT NULL) ON COMMIT DROP")
-                .execute(&mut *tx)
-                .await?;
-            copy_text(&mut tx, "COPY edi_inbox_answer (body) FROM STDIN", d.response()).await?;
-            sqlx::query("UPDATE inbox SET response_body = (SELECT body FROM edi_inbox_answer) WHERE id = $1")
-                .bind(d.id())
-                .execute(&mut *tx)
-                .await?;
+            copy_payload(&mut tx, &rows::payload_row(d)).await?;
             copy_rows(&mut tx, rows::document_rows(d)).await?;
             copy_rows(&mut tx, invoices::invoice_rows(d)).await?;
             copy_rows(&mut tx, invoices::line_rows(d)).await?;
@@ -428,8 +416,8 @@ fn presized<'q>(sql: &'static str, jobs: &[Job], effects: Effects) -> ClaimQuery
 }
 
 /// Binds every parameter of [`CLAIM`] (or [`REPLACE_REJECTED`] but its last): each table's rows of
-/// `jobs` as arrays, in the order of [`NUMBERING`]; with [`Effects::Streamed`], the key row with an
-/// empty answer, its acknowledgement and audit row only.
+/// `jobs` as arrays, in the order of [`NUMBERING`]; with [`Effects::Streamed`], the key row with its
+/// answer, its acknowledgement and audit row only.
 fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> ClaimQuery<'q> {
     let (mut inbox, mut payloads) = (InboxArrays::default(), PayloadArrays::default());
     let (mut documents, mut invoices, mut lines) =
@@ -438,16 +426,12 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> C
         (AckArrays::default(), DeliveryArrays::default(), OutboxArrays::default());
     for job in jobs {
         let d = &*job.delivery;
-        let mut inbox_row = rows::inbox_row(d);
         acks.add(d.id(), rows::ack_row(d, 0));
         audit.add(d.id(), job.audit_row(false).row());
+        inbox.add(d.id(), rows::inbox_row(d));
         if effects == Effects::Streamed {
-            // Streamed after the claim, with the answer set on the row then.
-            inbox_row.response_body = "";
-            inbox.add(d.id(), inbox_row);
             continue;
         }
-        inbox.add(d.id(), inbox_row);
         payloads.add(d.id(), rows::payload_row(d));
         rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
         let (invoice_rows, line_rows) = effect_rows(d);

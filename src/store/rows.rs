@@ -129,6 +129,7 @@ pub(super) fn inbox_row(d: &Delivery) -> InboxRow<'_> {
         content_type: d.content_type(),
         status: d.status().as_str(),
         response_body: d.response(),
+        lists_from_rows: d.lists_from_rows(),
         received_at: d.received_at(),
         processed_at: d.received_at(),
     }

@@ -113,8 +113,8 @@ async fn one_by_one(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Ou
     outcomes
 }
 
-const READ: &str =
-    "SELECT id, false AS fresh, status, payload_sha256, response_body, NULL AS ack_control_number
+const READ: &str = "SELECT id, false AS fresh, status, payload_sha256, response_body, lists_from_rows,
+        NULL AS ack_control_number
     FROM inbox WHERE source = $1 AND message_id = $2";
 
 /// The INSERT of `inbox` rows.

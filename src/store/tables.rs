@@ -191,6 +191,7 @@ table! {
         content_type: Option<&'a str> = "text",
         status: &'static str = "text",
         response_body: &'a str = "text",
+        lists_from_rows: bool = "bool",
         received_at: DateTime<Utc> = "timestamptz",
         processed_at: DateTime<Utc> = "timestamptz",
     }

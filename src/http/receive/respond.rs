@@ -15,8 +15,7 @@ use crate::http::representation::{Representation, ack_media_type};
 use crate::inbox::{Delivery, Status};
 use crate::ingest::Ingested;
 
-/// The answer of a delivery just recorded, sent from where it was rendered rather than a copy (a
-/// large interchange's answer is tens of MB).
+/// The answer of a delivery just recorded, sent from where it was rendered rather than a copy.
 struct Answer(Arc<Delivery>);
 
 impl AsRef<[u8]> for Answer {
@@ -36,22 +35,28 @@ pub(super) async fn respond(
     ingested: &Ingested,
 ) -> Result<Response, ApiError> {
     let ack_wanted = representation == Representation::Ack;
-    let (delivery, status, body, replayed, id) = match ingested {
+    let (delivery, status, (body, applied), replayed, id) = match ingested {
         Ingested::Recorded { delivery, ack_control_number } => {
-            let body = if ack_wanted {
-                Bytes::from(ack::with_control_number(delivery.ack(), *ack_control_number))
-            } else {
-                Bytes::from_owner(Answer(Arc::clone(delivery)))
+            let status = delivery.status();
+            let answer = match (representation, status) {
+                (Representation::Ack, _) => {
+                    (Bytes::from(ack::with_control_number(delivery.ack(), *ack_control_number)), None)
+                }
+                (Representation::Minimal, Status::Processed) => Representation::minimal(&delivery.minimal())?,
+                _ => match delivery.full_response() {
+                    Some(whole) => (Bytes::from(whole), None),
+                    None => (Bytes::from_owner(Answer(Arc::clone(delivery))), None),
+                },
             };
-            (delivery, delivery.status(), body, false, delivery.id())
+            (delivery, status, answer, false, delivery.id())
         }
         Ingested::Replayed { delivery, id, status, body } => {
-            let body = match ack_wanted {
-                true => ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)?,
-                false => body.clone(),
+            let answer = match (ack_wanted, status) {
+                (true, _) => (Bytes::from(ctx.store.ack(*id).await?.ok_or(ApiError::NotFound)?), None),
+                (false, Status::Processed) => representation.interchange(Bytes::from(body.clone()))?,
+                (false, Status::Rejected) => (Bytes::from(body.clone()), None),
             };
-            let body = Bytes::from(body);
-            (delivery, *status, body, true, *id)
+            (delivery, *status, answer, true, *id)
         }
         Ingested::Conflict { delivery, original_id } => {
             return Ok(problem::conflict(*original_id, delivery.key()).into_response());
@@ -70,10 +75,6 @@ pub(super) async fn respond(
         (true, _) => ack_media_type(delivery.envelope().standard),
         (false, Status::Processed) => "application/json",
         (false, Status::Rejected) => PROBLEM_JSON,
-    };
-    let (body, applied) = match status {
-        Status::Processed => representation.interchange(body)?,
-        Status::Rejected => (body, None),
     };
     let mut response = (code, [(header::CONTENT_TYPE, content_type)], body).into_response();
     let headers = response.headers_mut();

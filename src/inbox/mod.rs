@@ -332,26 +332,15 @@ impl Delivery {
         self.lists_from_rows().then(|| rendered(&self.resource(None)))
     }
 
-    /// Its minimal answer (`Prefer: return=minimal`), counted from the delivery itself.
-    pub fn minimal(&self) -> MinimalInterchange {
-        MinimalInterchange {
-            id: self.id,
-            status: self.status,
-            standard: self.envelope.standard,
-            sender: self.envelope.sender.clone(),
-            receiver: self.envelope.receiver.clone(),
-            control_number: self.envelope.control_number.clone(),
-            idempotency_key: self.key.clone(),
-            payload_sha256: self.fingerprint.to_string(),
-            received_at: self.received_at,
-            processed_at: self.received_at,
-            document_count: self.documents.len() as u64,
-            invoice_count: self.invoices().count() as u64,
-            warning_count: self.documents.iter().map(|d| d.document.warnings.len()).sum::<usize>() as u64,
-            href: String::new(),
-            invoices_href: String::new(),
-        }
-        .linked()
+    /// Its minimal answer (`Prefer: return=minimal`): the envelope as its stored answer has it,
+    /// with the documents, invoices and warnings counted from the delivery itself (a large one's
+    /// stored answer leaves its lists to their rows).
+    pub fn minimal(&self) -> Result<MinimalInterchange, serde_json::Error> {
+        let mut minimal = MinimalInterchange::from_resource(&self.response)?;
+        minimal.document_count = self.documents.len() as u64;
+        minimal.invoice_count = self.invoices().count() as u64;
+        minimal.warning_count = self.documents.iter().map(|d| d.document.warnings.len() as u64).sum();
+        Ok(minimal)
     }
 
     /// Queues the booking of each of this delivery's invoices with the accounting API, to be written

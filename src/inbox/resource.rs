@@ -149,7 +149,7 @@ impl MinimalInterchange {
     }
 
     /// With its links, which name its id.
-    pub(super) fn linked(mut self) -> MinimalInterchange {
+    fn linked(mut self) -> MinimalInterchange {
         self.href = format!("/v1/interchanges/{}", self.id);
         self.invoices_href = format!("/v1/invoices?interchange_id={}", self.id);
         self

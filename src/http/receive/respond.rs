@@ -42,7 +42,9 @@ pub(super) async fn respond(
                 (Representation::Ack, _) => {
                     (Bytes::from(ack::with_control_number(delivery.ack(), *ack_control_number)), None)
                 }
-                (Representation::Minimal, Status::Processed) => Representation::minimal(&delivery.minimal())?,
+                (Representation::Minimal, Status::Processed) => {
+                    Representation::minimal(&delivery.minimal().map_err(|_| ApiError::Internal)?)?
+                }
                 _ => match delivery.full_response() {
                     Some(whole) => (Bytes::from(whole), None),
                     None => (Bytes::from_owner(Answer(Arc::clone(delivery))), None),

@@ -71,7 +71,7 @@ pub async fn get_interchange(
     security((), ("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Interchange id")),
     responses(
-        (status = 200, description = "The acknowledgement", content(("application/edi-x12"), ("application/edifact"))),
+        (status = 200, description = "The acknowledgement", content((String = "application/edi-x12"), (String = "application/edifact"))),
     )
 )]
 pub async fn get_ack(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, ApiError> {

@@ -114,10 +114,10 @@ impl Attempt {
     ),
     responses(
         (status = 201, description = "First delivery: recorded and booked. With `Accept: application/edi-x12` or `application/edifact` the body is the acknowledgement (997/999/TA1 or CONTRL) instead",
-            content((InterchangeAnswer = "application/json"), ("application/edi-x12"), ("application/edifact")),
+            content((InterchangeAnswer = "application/json"), (String = "application/edi-x12"), (String = "application/edifact")),
             headers(("Location" = String, description = "URL of the interchange resource"))),
         (status = 200, description = "Replay of a recorded interchange: the original body (or the original acknowledgement). Also: a bypassed interchange (`BypassedResource`), a kept SNS confirmation message (`SnsSubscription`), and every AS2 MDN (`multipart/report`, or `multipart/signed` around it; empty when the MDN is sent asynchronously)",
-            content((InterchangeAnswer = "application/json"), ("application/edi-x12"), ("application/edifact"), ("multipart/report"), ("multipart/signed")),
+            content((InterchangeAnswer = "application/json"), (String = "application/edi-x12"), (String = "application/edifact"), (String = "multipart/report"), (String = "multipart/signed")),
             headers(("Idempotent-Replayed" = String, description = "`true`"),
                 ("Content-Location" = String, description = "URL of the interchange resource"))),
         (status = 202, description = "Quarantined (partners with `conflict_policy: quarantine`): a conflict or invalid interchange held for an operator; the same entry, with `Idempotent-Replayed: true`, on every redelivery",

@@ -312,7 +312,7 @@ async fn per_partner_validation_and_conflict_policy(backend: Backend) {
 }
 
 /// Every raw EDI example the OpenAPI document offers (what Swagger UI's "Try it out" sends) is
-/// booked as offered for the README's sample partner, with its API key: 201, each under a key of its
+/// booked as offered for the sample partner of docs/partners/authentication.md, with its API key: 201, each under a key of its
 /// own.
 async fn the_documents_examples_are_booked_for_the_readme_partner(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;

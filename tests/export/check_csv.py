@@ -34,7 +34,7 @@ def text(value):
 
 
 def cell(value):
-    """The field as the README documents it: a `'` before text a spreadsheet would run as a formula."""
+    """The field as docs/operators/accounting.md documents it: a `'` before text a spreadsheet would run as a formula."""
     if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         try:
             decimal.Decimal(value)

@@ -1,7 +1,7 @@
 //! Where a booked value was read: the position of its segment in the interchange (1-based, the
 //! numbering of a 422's `segment_position`), so that a person can be shown the line of the file
 //! behind a figure. Which element of that segment holds the value is fixed by the mapping (each
-//! field below names it, and the README's mapping table). A value the service computed (a sum, a
+//! field below names it, and the mapping table in docs/edi-mapping.md). A value the service computed (a sum, a
 //! quantity times a price) has none.
 
 use serde::{Deserialize, Serialize};

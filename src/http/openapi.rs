@@ -42,12 +42,15 @@ Quarantined deliveries and SNS confirmations wait for operators under `/v1/admin
 )]
 pub struct ApiDoc;
 
-/// The ways to authenticate: a partner's API key or Standard Webhooks signature, the admin token.
+/// The credentials a person can give in Swagger UI's Authorize dialog: a partner's API key, a Pub/Sub
+/// push token, the admin token. A signed delivery (SNS, AS2, Standard Webhooks) proves its partner
+/// by a signature over its body, which no security scheme describes: the receive operation's
+/// description and its header parameters say how.
 struct Security;
 
 impl utoipa::Modify for Security {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "api_key",
@@ -73,27 +76,6 @@ impl utoipa::Modify for Security {
                     ))
                     .build(),
             ),
-        );
-        components.add_security_scheme(
-            "sns_signature",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "x-amz-sns-message-type",
-                "An SNS message signed by SNS (SignatureVersion 1 or 2, in the body) with a certificate from a trusted `SigningCertURL`, of a partner's `--sns-topic`",
-            ))),
-        );
-        components.add_security_scheme(
-            "as2_signature",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "AS2-From",
-                "An AS2 message (RFC 4130) S/MIME-signed with one of the certificates registered for the partner whose AS2 name `AS2-From` is (`as2_certificates`)",
-            ))),
-        );
-        components.add_security_scheme(
-            "standard_webhooks",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "webhook-signature",
-                "Standard Webhooks v1 signature with `webhook-id` and `webhook-timestamp`; name the partner in the `partner` query parameter",
-            ))),
         );
         components.add_security_scheme(
             "admin_token",
@@ -280,6 +262,14 @@ through two doors is one interchange, and each attempt's transport id is audited
   with `Receipt-Delivery-Option` on one of the partner's registered MDN URLs, an empty 200 and
   the MDN POSTed there. A 429 or 503 stays HTTP, for the gateway to retry;
 - **Standard Webhooks**: a raw body with `webhook-id`, `webhook-timestamp`, `webhook-signature`.
+
+A signed delivery needs no API key: its signature proves the partner, which is why the security
+of this operation also allows none. An SNS message signed by SNS (SignatureVersion 1 or 2) with a
+certificate from a trusted `SigningCertURL`, of a partner's topic; an AS2 message S/MIME-signed
+with a certificate registered for the partner whose AS2 name `AS2-From` is; a Standard Webhooks
+v1 `webhook-signature` (HMAC-SHA256 with the partner's `whsec_` secret over `webhook-id`,
+`webhook-timestamp` and the body), the partner named in the `partner` query parameter. An
+unsigned delivery needs the partner's API key (partner authentication) or nothing (open mode).
 
 Partners whose conflict policy is `quarantine` get 202 (held) instead of 409 or 422; partners'
 naturally idempotent document types get 200 `bypassed`."#;

@@ -1,5 +1,5 @@
-"""A person delivers through Swagger UI: in Debian's Chromium driven by Playwright, open
-`POST /v1/interchanges`, click "Try it out", keep the offered request type and example (raw X12
+"""A person delivers through Swagger UI: in Debian's Chromium driven by Playwright, see that the
+Authorize dialog asks only for tokens a person can give, open `POST /v1/interchanges`, click "Try it out", keep the offered request type and example (raw X12
 first), click "Execute" and read 201, then again and read 200; the same for EDIFACT after choosing
 `application/edifact`. A screenshot of the last answer is kept in target/browser/. Run by
 tests/browser/run.sh with the address of the server it started. Prints a closing `N passed, N failed` line.
@@ -35,6 +35,13 @@ def main(address):
         policy = answer.headers.get("content-security-policy", "")
         check("Swagger UI is served with a content security policy and is never framed",
               "default-src 'none'" in policy and answer.headers.get("x-frame-options") == "DENY", answer.headers)
+        # The Authorize dialog offers only what a person can fill in: the bearer tokens.
+        page.locator(".auth-wrapper .authorize").click()
+        page.locator(".auth-container").first.wait_for(timeout=15000)
+        offered = sorted(page.locator(".auth-container h4").all_inner_texts())
+        check("Authorize offers the three bearer tokens a person can paste, no header proof",
+              [name.split()[0] for name in offered] == ["admin_token", "api_key", "pubsub_oidc"], offered)
+        page.locator(".dialog-ux .close-modal").click()
         operation = page.locator("#operations-interchanges-receive")
         operation.locator(".opblock-summary").click()
         operation.locator(".try-out__btn").click()

@@ -97,7 +97,7 @@ impl Attempt {
         ("Receipt-Delivery-Option" = Option<String>, Header, description = "AS2: where to POST the MDN instead of answering with it; must start with one of the partner's `as2_mdn_urls`"),
         ("Prefer" = Option<String>, Header, description = "`return=minimal` (RFC 7240): answer with the `MinimalInterchange` (the envelope, counts and links; its size does not grow with the interchange), marked `Preference-Applied: return=minimal`; `return=representation`: the whole interchange, whatever the partner's default"),
     ),
-    security((), ("api_key" = []), ("pubsub_oidc" = []), ("sns_signature" = []), ("as2_signature" = []), ("standard_webhooks" = [])),
+    security((), ("api_key" = []), ("pubsub_oidc" = [])),
     request_body(
         description = "The interchange, raw or in a push broker's wrapping (see the doors above). The standard is detected from ISA / UNA / UNB.",
         content(

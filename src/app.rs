@@ -61,7 +61,8 @@ impl App {
             max_invoices: accounting.export_max_invoices,
         });
         let listener = TcpListener::bind(server.bind).await?;
-        let ctx = ApiContext::new(ingest, server).map_err(std::io::Error::other)?;
+        let ctx =
+            ApiContext::new(ingest, server, console_key(&store).await?).map_err(std::io::Error::other)?;
         let router = http::router(ctx);
         Ok(App { listener, router, limits, relay, exports })
     }
@@ -84,4 +85,11 @@ impl App {
         }
         served
     }
+}
+
+/// The key that MACs console session cookies: the one stored, or a new random one stored now.
+async fn console_key(store: &Store) -> std::io::Result<Vec<u8>> {
+    let mut fresh = [0u8; 32];
+    getrandom::fill(&mut fresh).map_err(std::io::Error::other)?;
+    store.console_key(&fresh).await.map_err(std::io::Error::other)
 }

@@ -59,5 +59,6 @@ pub mod inbox;
 pub mod ingest;
 pub mod jobs;
 pub mod operate;
+pub mod operators;
 pub mod partners;
 pub mod store;

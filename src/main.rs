@@ -7,13 +7,13 @@ use clap::{CommandFactory, FromArgMatches};
 use edi_inbox::app::{self, App};
 use edi_inbox::as2::gateway::{GatewaySettings, Station};
 use edi_inbox::config::{
-    self, Cli, Command, DatabaseConfig, LogFormat, OutboxCommand, PartnerCommand, QuarantineCommand,
-    ServerConfig, SnsCommand,
+    self, Cli, Command, DatabaseConfig, LogFormat, OperatorCommand, OutboxCommand, PartnerCommand,
+    QuarantineCommand, ServerConfig, SnsCommand,
 };
 use edi_inbox::consumer;
 use edi_inbox::http;
 use edi_inbox::jobs::{export, purge};
-use edi_inbox::operate::{self, Actor, outbox, partners as admin, quarantine, sns};
+use edi_inbox::operate::{self, Actor, operators, outbox, partners as admin, quarantine, sns};
 use edi_inbox::partners::{CredentialKind, PartnerStatus};
 use edi_inbox::store::{CommitNotices, OutboxFilter, QuarantineFilter, Store};
 
@@ -153,6 +153,10 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
                 }
             }
         }
+        Command::Operator { action } => {
+            let store = app::open_store(&cli.database).await?;
+            operator_command(&store, action).await?;
+        }
         Command::Serve => {
             let retention = cli.database.retention()?;
             let store = app::open_store(&cli.database).await?;
@@ -234,6 +238,41 @@ async fn partner_command(
         }
     }
     Ok(())
+}
+
+/// Runs one `edi-inbox operator …` command, printing the operator (or the list) as JSON.
+async fn operator_command(store: &Store, action: OperatorCommand) -> Result<(), Box<dyn std::error::Error>> {
+    let actor = Actor::command_line();
+    let changed = match action {
+        OperatorCommand::Add { name, role, password_stdin } => {
+            operators::add(store, &name, role, &password(password_stdin)?, &actor).await?
+        }
+        OperatorCommand::List => {
+            println!("{}", pretty(&store.operators().await?));
+            return Ok(());
+        }
+        OperatorCommand::Disable { name } => operators::disable(store, &name, &actor).await?,
+        OperatorCommand::Enable { name } => operators::enable(store, &name, &actor).await?,
+        OperatorCommand::Reset { name, password_stdin } => {
+            operators::reset(store, &name, &password(password_stdin)?, &actor).await?
+        }
+    };
+    println!("{}", pretty(&changed));
+    Ok(())
+}
+
+/// A new password: the first line of standard input, or typed twice on the terminal (not echoed).
+fn password(from_stdin: bool) -> Result<String, Box<dyn std::error::Error>> {
+    if from_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        return Ok(line.trim_end_matches(['\r', '\n']).to_owned());
+    }
+    let first = rpassword::prompt_password("Password: ")?;
+    if rpassword::prompt_password("Again: ")? != first {
+        return Err("the two passwords differ".into());
+    }
+    Ok(first)
 }
 
 fn pretty(value: &impl serde::Serialize) -> String {

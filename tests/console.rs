@@ -6,7 +6,7 @@
 mod common;
 
 use common::partners::{ADMIN, post_with_key, register, secured};
-use common::{Backend, Harness, fixture};
+use common::{Backend, Harness, TestApp, database_config, fixture, logged_lines};
 use edi_inbox::config::ServerConfig;
 use reqwest::redirect::Policy;
 use serde_json::json;
@@ -20,8 +20,13 @@ struct Browser {
 
 impl Browser {
     fn new(h: &Harness) -> Browser {
+        Browser::on(&h.app, None)
+    }
+
+    /// A browser at `app` holding `cookie`: the same session, on another instance.
+    fn on(app: &TestApp, cookie: Option<String>) -> Browser {
         let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
-        Browser { client, base: h.app.url(""), cookie: None }
+        Browser { client, base: app.url(""), cookie }
     }
 
     fn with_cookie(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
@@ -39,6 +44,17 @@ impl Browser {
             .send()
             .await
             .unwrap();
+        if let Some(set) = answer.headers().get("set-cookie") {
+            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_owned());
+        }
+        answer
+    }
+
+    /// Signs in by name and password, going back to `next` (a console path, or empty).
+    async fn sign_in_as(&mut self, name: &str, password: &str, next: &str) -> reqwest::Response {
+        let form = [("name", name), ("password", password), ("next", next)];
+        let answer =
+            self.client.post(format!("{}/console/sign-in", self.base)).form(&form).send().await.unwrap();
         if let Some(set) = answer.headers().get("set-cookie") {
             self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_owned());
         }
@@ -98,7 +114,7 @@ async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: B
         (303, "/console/")
     );
     let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().to_owned();
-    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=1800"] {
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=43200"] {
         assert!(cookie.contains(flag), "{flag} in {cookie}");
     }
     assert!(!cookie.contains("Secure"), "reached on 127.0.0.1, where there is no TLS: {cookie}");
@@ -199,7 +215,8 @@ async fn a_cross_site_post_changes_nothing(backend: Backend) {
     let discarded = browser.post(&discard, &[("csrf", &token)], &[("origin", &h.app.url(""))]).await;
     assert_eq!(discarded.status(), 303);
     assert_eq!(discarded.headers()["location"], "/console/quarantine?done=discarded");
-    let logged = common::logged_lines(&[r#""actor":"console""#, r#""action":"quarantine.discard""#, &id]);
+    let logged =
+        common::logged_lines(&[r#""actor":"console:admin-token""#, r#""action":"quarantine.discard""#, &id]);
     assert_eq!(logged.len(), 1, "the console's discard is logged with its actor: {logged:?}");
     let listed =
         common::partners::admin(&h, reqwest::Method::GET, "/v1/admin/quarantine?status=discarded", None)
@@ -293,7 +310,130 @@ async fn hostile_values_render_as_text(backend: Backend) {
     h.finish().await;
 }
 
+/// `edi-inbox operator …` on the test's database, the password on standard input.
+fn operator_command(db: &str, args: &[&str], password: Option<&str>) -> std::process::Output {
+    use std::io::Write;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_edi-inbox"));
+    command.args(["--database-url", db, "operator"]).args(args);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("the binary runs");
+    if let Some(password) = password {
+        writeln!(child.stdin.as_mut().unwrap(), "{password}").unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn location(answer: &reqwest::Response) -> &str {
+    answer.headers().get("location").map(|l| l.to_str().unwrap()).unwrap_or_default()
+}
+
+/// Named operators: added on the command line, signed in by name and password, their actions
+/// recorded under their names, and their sessions held by the database: a sign-out or a disabled
+/// operator ends a session on another replica at once and after a restart.
+async fn named_operators_sign_in_and_their_sessions_end_everywhere(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let added =
+        operator_command(&h.db.url, &["add", "alice", "--password-stdin"], Some("alice's long password"));
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&added.stdout).unwrap();
+    assert_eq!((listed["name"].as_str(), listed["role"].as_str()), (Some("alice"), Some("operator")));
+    assert!(!String::from_utf8_lossy(&added.stdout).contains("argon2"), "never the hash");
+    let viewer = ["add", "vera", "--role", "viewer", "--password-stdin"];
+    assert!(operator_command(&h.db.url, &viewer, Some("vera's long password")).status.success());
+    let short = operator_command(&h.db.url, &["add", "sam", "--password-stdin"], Some("short"));
+    assert!(!short.status.success() && String::from_utf8_lossy(&short.stderr).contains("12 to 1024"));
+    register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+
+    // Signed out, a page sends the browser to sign in and back to it afterwards.
+    let mut alice = Browser::new(&h);
+    let (status, headers, _) = alice.get("/console/partners?x=1").await;
+    let sent_to = headers["location"].to_str().unwrap().to_owned();
+    assert_eq!((status, sent_to.as_str()), (303, "/console/sign-in?next=%2Fconsole%2Fpartners%3Fx%3D1"));
+    let wrong = alice.sign_in_as("alice", "not her password", "/console/partners?x=1").await;
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let unknown = alice.sign_in_as("mallory", "not her password", "").await;
+    assert_eq!(unknown.status(), 401, "an unknown name is answered as a wrong password");
+    let elsewhere = alice.sign_in_as("alice", "alice's long password", "https://evil.example/").await;
+    assert_eq!((elsewhere.status().as_u16(), location(&elsewhere)), (303, "/console/"), "only console pages");
+    let back = alice.sign_in_as("alice", "alice's long password", "/console/partners?x=1").await;
+    assert_eq!((back.status().as_u16(), location(&back)), (303, "/console/partners?x=1"));
+
+    // Her action is hers.
+    let (_, _, page) = alice.get("/console/partners").await;
+    let suspended = alice.post("/console/partners/acme/suspend", &[("csrf", &csrf(&page))], &[]).await;
+    assert_eq!(suspended.status(), 303);
+    let lines = logged_lines(&["operator action", "console:alice", "partner.status", "suspended"]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+
+    // A viewer by name sees and cannot act.
+    let mut vera = Browser::new(&h);
+    assert_eq!(vera.sign_in_as("vera", "vera's long password", "").await.status(), 303);
+    let (_, _, page) = vera.get("/console/partners").await;
+    assert_eq!(
+        vera.post("/console/partners/acme/activate", &[("csrf", &csrf(&page))], &[]).await.status(),
+        403
+    );
+
+    // Signing out ends the session on a second replica and after a restart too.
+    let replica = TestApp::start(&database_config(&h.db.url), &secured()).await;
+    let on = |app: &TestApp, browser: &Browser| Browser::on(app, browser.cookie.clone());
+    assert_eq!(on(&replica, &alice).get("/console/partners").await.0, 200, "any replica knows the session");
+    let (_, _, page) = alice.get("/console/").await;
+    assert_eq!(alice.post("/console/sign-out", &[("csrf", &csrf(&page))], &[]).await.status(), 303);
+    assert_eq!(on(&replica, &alice).get("/console/partners").await.0, 303, "signed out on the other replica");
+    let Harness { app, db } = h;
+    app.stop().await;
+    let h = Harness { app: TestApp::start(&database_config(&db.url), &secured()).await, db };
+    assert_eq!(on(&h.app, &alice).get("/console/partners").await.0, 303, "and after a restart");
+
+    // Disabling an operator ends her sessions at once; she cannot sign in until enabled again.
+    let mut alice = Browser::new(&h);
+    assert_eq!(alice.sign_in_as("alice", "alice's long password", "").await.status(), 303);
+    assert_eq!(on(&replica, &alice).get("/console/").await.0, 200);
+    assert!(operator_command(&h.db.url, &["disable", "alice"], None).status.success());
+    assert_eq!(on(&replica, &alice).get("/console/").await.0, 303, "disabled: the session is over");
+    assert_eq!(alice.sign_in_as("alice", "alice's long password", "").await.status(), 401);
+    assert!(operator_command(&h.db.url, &["enable", "alice"], None).status.success());
+    assert_eq!(alice.sign_in_as("alice", "alice's long password", "").await.status(), 303);
+    replica.stop().await;
+    h.finish().await;
+}
+
+/// Five wrong passwords in a row lock a name on every replica: the right one is refused too, the
+/// same way, until the lock passes or the password is reset.
+async fn wrong_passwords_lock_the_name_until_reset(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    assert!(
+        operator_command(&h.db.url, &["add", "bob", "--password-stdin"], Some("bob's long password"))
+            .status
+            .success()
+    );
+    let mut bob = Browser::new(&h);
+    for _ in 0..5 {
+        assert_eq!(bob.sign_in_as("bob", "a wrong guess here", "").await.status(), 401);
+    }
+    let refused = bob.sign_in_as("bob", "bob's long password", "").await;
+    assert_eq!(refused.status(), 401, "locked: even the right password");
+    assert!(refused.headers().get("set-cookie").is_none());
+    let listed = operator_command(&h.db.url, &["list"], None);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["failed_sign_ins"], 5);
+    assert!(listed[0]["locked_until"].is_string(), "{listed}");
+    let reset = ["reset", "bob", "--password-stdin"];
+    assert!(operator_command(&h.db.url, &reset, Some("bob's new long password")).status.success());
+    assert_eq!(bob.sign_in_as("bob", "bob's long password", "").await.status(), 401, "the old one is gone");
+    assert_eq!(bob.sign_in_as("bob", "bob's new long password", "").await.status(), 303);
+    h.finish().await;
+}
+
 both_backends!(
+    named_operators_sign_in_and_their_sessions_end_everywhere,
+    wrong_passwords_lock_the_name_until_reset,
     sign_in_gives_a_strict_session_and_every_page_strict_headers,
     a_cross_site_post_changes_nothing,
     a_viewer_sees_every_page_and_changes_nothing,

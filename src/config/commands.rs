@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::ConsumeConfig;
 use crate::inbox::outbox::AccountingStatus;
 use crate::inbox::quarantine::QuarantineStatus;
+use crate::operators::{OperatorName, Role};
 use crate::partners::NewPartner;
 
 #[derive(Debug, Subcommand)]
@@ -60,6 +61,11 @@ pub enum Command {
     Sns {
         #[command(subcommand)]
         action: SnsCommand,
+    },
+    /// Manage the console's named operators: who signs in, with which role.
+    Operator {
+        #[command(subcommand)]
+        action: OperatorCommand,
     },
 }
 
@@ -139,4 +145,31 @@ pub enum SnsCommand {
     },
     /// Record a subscription message as confirmed.
     Confirm { id: Uuid },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperatorCommand {
+    /// Register an operator; the password is asked on the terminal (twice), or read as the first
+    /// line of standard input with `--password-stdin`.
+    Add {
+        name: OperatorName,
+        /// `operator`: every page and button; `viewer`: every page, no button.
+        #[arg(long, value_enum, default_value = "operator")]
+        role: Role,
+        /// Read the password from standard input instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List the operators as JSON (never their password hashes).
+    List,
+    /// Stop an operator signing in; its sessions end at once on every replica.
+    Disable { name: OperatorName },
+    /// Let a disabled operator sign in again.
+    Enable { name: OperatorName },
+    /// Give an operator a new password (asked as for `add`); its sessions end.
+    Reset {
+        name: OperatorName,
+        #[arg(long)]
+        password_stdin: bool,
+    },
 }

@@ -16,7 +16,7 @@ use crate::store::StoreOptions;
 
 mod as2_key;
 mod commands;
-pub use commands::{Command, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand};
+pub use commands::{Command, OperatorCommand, OutboxCommand, PartnerCommand, QuarantineCommand, SnsCommand};
 
 /// Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges.
 #[derive(Debug, Parser)]

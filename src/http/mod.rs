@@ -83,8 +83,9 @@ pub struct ApiContext {
 }
 
 impl ApiContext {
-    /// The context of a server; fails when its AS2 keys cannot be read.
-    pub fn new(ingest: Ingest, server: &ServerConfig) -> Result<ApiContext, String> {
+    /// The context of a server, its console cookies MACed with `console_key` (the stored one);
+    /// fails when its AS2 keys cannot be read.
+    pub fn new(ingest: Ingest, server: &ServerConfig, console_key: Vec<u8>) -> Result<ApiContext, String> {
         let partner_auth = ingest.options().partner_auth;
         server.check_operator_tokens()?;
         let as2 = Arc::new(as2::Station::new(server.as2_identities()?));
@@ -124,6 +125,7 @@ impl ApiContext {
             )),
             as2,
             console: Arc::new(console::session::Sessions::new(
+                console_key,
                 server.admin_token.as_deref().filter(|token| !token.is_empty()),
                 server.console_viewer_token.as_deref().filter(|token| !token.is_empty()),
             )),

@@ -34,6 +34,7 @@ pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result
             ("outbox_payloads", purged.outbox_payloads),
             ("quarantine", purged.quarantine),
             ("sns_messages", purged.sns_messages),
+            ("console_sessions", purged.console_sessions),
             ("interchanges", purged.interchanges),
         ] {
             metrics::counter!("edi_inbox_purged_rows_total", "kind" => kind).increment(rows);

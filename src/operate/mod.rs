@@ -3,21 +3,22 @@
 //! translate an [`Error`] into their own answer (a problem document, a console notice, an exit code).
 
 use crate::ingest;
+use crate::operators::OperatorName;
 use crate::store::StoreError;
 
+pub mod operators;
 pub mod outbox;
 pub mod partners;
 pub mod quarantine;
 pub mod sns;
 
-/// Who does an operator's action, as its log line names them. One admin token stands for every
-/// operator of the API and the console; named operators come later.
+/// Who does an operator's action, as its log line names them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Actor {
     /// The admin API, with the admin token.
     AdminApi,
-    /// The operator console, signed in as an operator.
-    Console,
+    /// The operator console: a named operator, or (`None`) a session opened with the admin token.
+    Console(Option<OperatorName>),
     /// `edi-inbox` on the command line, as this operating-system user.
     CommandLine(String),
 }
@@ -36,7 +37,8 @@ impl std::fmt::Display for Actor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Actor::AdminApi => f.write_str("admin-api"),
-            Actor::Console => f.write_str("console"),
+            Actor::Console(Some(name)) => write!(f, "console:{name}"),
+            Actor::Console(None) => f.write_str("console:admin-token"),
             Actor::CommandLine(user) => write!(f, "cli:{user}"),
         }
     }

@@ -42,6 +42,8 @@ pub struct Purged {
     pub quarantine: u64,
     /// SNS confirmation messages, confirmed or not (SNS's tokens expire after three days).
     pub sns_messages: u64,
+    /// Console sessions past their expiry (signed out or not).
+    pub console_sessions: u64,
     pub interchanges: u64,
     /// Counted, not dropped.
     pub dry_run: bool,
@@ -95,6 +97,8 @@ const QUARANTINE: Step = Step {
 };
 const SNS_MESSAGES: Step =
     Step { table: "sns_subscriptions", filter: "received_at < $1", set: None, partitioned_key: None };
+const CONSOLE_SESSIONS: Step =
+    Step { table: "console_sessions", filter: "expires_at < $1", set: None, partitioned_key: None };
 const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None, partitioned_key: None };
 
 /// The tables partitioned by day on PostgreSQL.
@@ -177,6 +181,7 @@ macro_rules! run_all {
             outbox_payloads: run_step!($db, $conn, OUTBOX_PAYLOADS, time, run),
             quarantine: run_step!($db, $conn, QUARANTINE, time, run),
             sns_messages: run_step!($db, $conn, SNS_MESSAGES, time, run),
+            console_sessions: run_step!($db, $conn, CONSOLE_SESSIONS, Horizon::Time(run.now), run),
             interchanges: match run.keys_before {
                 Some(before) => run_step!($db, $conn, INTERCHANGES, Horizon::Id(first_id_at(before)), run),
                 None => 0,

@@ -3,10 +3,11 @@
 The script starts edi-inbox itself (partner authentication, an admin token, SQLite in a temporary
 directory) with a local accounting API (a Python HTTP server) that refuses the first invoice it is
 sent (422, so the outbox message is dead at once) and books everything after it is told to. Then, in
-the browser: sign in; see a delivery made meanwhile appear on the overview without reloading; filter
+the browser: sign in as the named operator `olga` (added with `edi-inbox operator add`); see a delivery made meanwhile appear on the overview without reloading; filter
 the interchanges to it; open it and see its invoice and delivery attempts; compare a held conflict
 with its original and release it; discard a held invalid interchange; retry the dead letter once the
-accounting API books again and see it delivered; sign out. Every step leaves a screenshot in
+accounting API books again and see it delivered; sign out in one tab and see the other tab say so,
+then sign in again and land on the page asked for. Every step leaves a screenshot in
 target/browser/console-*.png. Usage: console.py BINARY. Prints a closing `N passed, N failed` line.
 """
 
@@ -26,6 +27,7 @@ from playwright.sync_api import expect, sync_playwright
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 ADMIN = "console-admin-token"
+OPERATOR_PASSWORD = "olga's long password"
 SHOTS = ROOT / "target" / "browser"
 
 
@@ -58,6 +60,13 @@ def request(address, method, path, body=None, headers=None):
             return answer.status, answer.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
+
+
+def add_operator(binary, work):
+    """Registers the operator `olga` on the server's database, as an administrator would."""
+    subprocess.run([binary, "--database-url", f"sqlite://{work}/inbox.db", "operator", "add", "olga",
+                    "--password-stdin"], input=OPERATOR_PASSWORD + "\n", text=True, check=True,
+                   capture_output=True)
 
 
 def start(binary, work, accounting_url):
@@ -93,6 +102,7 @@ def main(binary):
     threading.Thread(target=accounting.serve_forever, daemon=True).start()
     work = pathlib.Path(tempfile.mkdtemp(prefix="edi-inbox-console-"))
     server, address = start(binary, work, f"http://127.0.0.1:{accounting.server_port}/invoices")
+    add_operator(binary, work)
     try:
         admin = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
         status, body = request(address, "POST", "/v1/admin/partners", json.dumps({
@@ -115,7 +125,8 @@ def main(binary):
         SHOTS.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tabs = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = tabs.new_page()
             blocked = []
             page.on("console", lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else None)
             base = f"http://{address}/console"
@@ -123,11 +134,12 @@ def main(binary):
             def sign_in():
                 page.goto(f"{base}/")
                 expect(page).to_have_url(f"{base}/sign-in")
-                page.fill("#token", ADMIN)
-                page.click("button[type=submit]")
-                expect(page.locator("h1")).to_have_text("Overview")
+                page.fill("#name", "olga")
+                page.fill("#password", OPERATOR_PASSWORD)
                 page.screenshot(path=str(SHOTS / "console-sign-in.png"))
-            check("sign in with the admin token", sign_in)
+                page.click("text=Sign in >> nth=0")
+                expect(page.locator("h1")).to_have_text("Overview")
+            check("sign in as a named operator", sign_in)
 
             def fresh_delivery_appears():
                 expect(page.locator("#latest")).not_to_contain_text("000008123")
@@ -199,12 +211,21 @@ def main(binary):
             check("retry a dead letter against the accounting API: delivered", retry_dead_letter)
 
             def sign_out():
+                other = tabs.new_page()
+                other.goto(f"{base}/")
+                expect(other.locator("h1")).to_have_text("Overview")
                 page.click("text=Sign out")
                 expect(page).to_have_url(f"{base}/sign-in")
+                expect(other.locator("#signed-out")).to_contain_text("Signed out", timeout=15000)
+                other.screenshot(path=str(SHOTS / "console-other-tab-signed-out.png"))
                 page.goto(f"{base}/partners")
-                expect(page).to_have_url(f"{base}/sign-in")
+                expect(page).to_have_url(f"{base}/sign-in?next=%2Fconsole%2Fpartners")
+                page.fill("#name", "olga")
+                page.fill("#password", OPERATOR_PASSWORD)
+                page.click("text=Sign in >> nth=0")
+                expect(page).to_have_url(f"{base}/partners")
                 page.screenshot(path=str(SHOTS / "console-signed-out.png"))
-            check("sign out: the pages ask to sign in again", sign_out)
+            check("sign out in one tab: the other says so, and signing in goes back to the page", sign_out)
 
             def nothing_blocked():
                 assert not blocked, blocked

@@ -11,7 +11,7 @@ use super::session::Session;
 use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
 use crate::http::ApiContext;
 use crate::inbox::outbox::AccountingStatus;
-use crate::operate::{Actor, outbox};
+use crate::operate::outbox;
 use crate::store::OutboxFilter;
 
 const PAGE: u32 = 100;
@@ -95,11 +95,11 @@ pub async fn act(
     session.may_act()?;
     let what = match decision {
         Decision::Retry => {
-            outbox::retry(&ctx.store, id, &Actor::Console).await?;
+            outbox::retry(&ctx.store, id, &session.actor()).await?;
             Done::Retried
         }
         Decision::Discard => {
-            outbox::discard(&ctx.store, id, &Actor::Console).await?;
+            outbox::discard(&ctx.store, id, &session.actor()).await?;
             Done::Discarded
         }
     };

@@ -9,10 +9,11 @@ mod overview;
 mod partners;
 mod quarantine;
 pub mod session;
+mod sign_in;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -33,8 +34,8 @@ pub fn router() -> Router<ApiContext> {
     Router::new()
         .route("/console", get(|| async { Redirect::permanent("/console/") }))
         .route("/console/", get(overview::show))
-        .route("/console/sign-in", get(sign_in_form).post(sign_in))
-        .route("/console/sign-out", post(sign_out))
+        .route("/console/sign-in", get(sign_in::form).post(sign_in::sign_in))
+        .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/interchanges", get(interchanges::list))
         .route("/console/interchanges/{id}", get(interchanges::detail))
         .route("/console/interchanges/{id}/payload", get(interchanges::payload))
@@ -111,8 +112,9 @@ impl IntoResponse for Refusal {
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let (status, message) = match self {
-            Failure::Refused(Refusal::SignedOut) => {
-                return Redirect::to("/console/sign-in").into_response();
+            Failure::Refused(Refusal::SignedOut(back)) => return sign_in::to_sign_in(back.as_deref()),
+            Failure::Refused(Refusal::Unavailable(error)) => {
+                return Failure::Api(ApiError::Store(error)).into_response();
             }
             Failure::Refused(Refusal::ReadOnly) => (
                 StatusCode::FORBIDDEN,
@@ -385,83 +387,4 @@ pub fn age(seconds: i64) -> String {
         7_200..172_800 => format!("{} h", seconds / 3_600),
         _ => format!("{} d", seconds / 86_400),
     }
-}
-
-#[derive(Deserialize)]
-struct SignIn {
-    token: String,
-}
-
-async fn sign_in_form(State(ctx): State<ApiContext>, session: Result<Session, Refusal>) -> Response {
-    if session.is_ok() {
-        return Redirect::to("/console/").into_response();
-    }
-    sign_in_page(&ctx, StatusCode::OK, None)
-}
-
-fn sign_in_page(ctx: &ApiContext, status: StatusCode, error: Option<&str>) -> Response {
-    let body = bare(
-        "Sign in",
-        html! {
-            main.sign-in {
-                h1 { "edi-inbox console" }
-                @if !ctx.console.enabled() {
-                    p.problem { "The console needs a token: set EDI_INBOX_ADMIN_TOKEN (or EDI_INBOX_CONSOLE_VIEWER_TOKEN) and restart." }
-                }
-                @if let Some(error) = error {
-                    p.problem role="alert" { (error) }
-                }
-                form method="post" action="/console/sign-in" {
-                    label for="token" { "Admin or viewer token" }
-                    input id="token" name="token" type="password" autocomplete="current-password" required;
-                    button type="submit" { "Sign in" }
-                }
-            }
-        },
-    );
-    (status, body).into_response()
-}
-
-async fn sign_in(
-    State(ctx): State<ApiContext>,
-    ConnectInfo(remote): ConnectInfo<std::net::SocketAddr>,
-    headers: HeaderMap,
-    form: Result<axum::Form<SignIn>, axum::extract::rejection::FormRejection>,
-) -> Response {
-    let token = match form {
-        Ok(axum::Form(form)) => form.token,
-        // Too large (413), or not a form: nothing was compared with the token.
-        Err(rejection) => {
-            return sign_in_page(&ctx, rejection.status(), Some("That was not a sign-in form."));
-        }
-    };
-    let remote = Some(remote.ip());
-    if super::auth::token_guesses_allowed(&ctx, remote).is_err() {
-        let wait = Some("Too many wrong tokens from this address: wait a minute before trying again.");
-        return sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, wait);
-    }
-    let Some(role) = ctx.console.admits(&token) else {
-        // Counted, not logged: a flood of guesses must not grow the log (as with the admin API).
-        super::auth::wrong_token(&ctx, remote);
-        return sign_in_page(
-            &ctx,
-            StatusCode::UNAUTHORIZED,
-            Some("That is neither the admin nor the viewer token."),
-        );
-    };
-    let Some(value) = ctx.console.open(role) else {
-        return Failure::Api(ApiError::Internal).into_response();
-    };
-    let mut response = Redirect::to("/console/").into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&session::cookie(&value, &headers)) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-async fn sign_out(State(ctx): State<ApiContext>, Confirmed(session): Confirmed) -> Response {
-    ctx.console.close(&session);
-    let mut response = Redirect::to("/console/sign-in").into_response();
-    response.headers_mut().insert(header::SET_COOKIE, session::removal());
-    response
 }

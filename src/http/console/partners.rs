@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::session::Session;
 use super::{Confirmed, Done, Failure, Notice, Tab, action, done, page, when};
 use crate::http::ApiContext;
-use crate::operate::{Actor, partners};
+use crate::operate::partners;
 use crate::partners::PartnerStatus;
 
 #[derive(Deserialize)]
@@ -86,7 +86,7 @@ pub async fn act(
         Decision::Suspend => (PartnerStatus::Suspended, Done::Suspended),
         Decision::Activate => (PartnerStatus::Active, Done::Activated),
     };
-    partners::set_status(&ctx.store, &id, status, &Actor::Console).await?;
+    partners::set_status(&ctx.store, &id, status, &session.actor()).await?;
     Ok(done("/console/partners", what))
 }
 

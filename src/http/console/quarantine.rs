@@ -14,7 +14,7 @@ use crate::edi::diff::{self, Change};
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
-use crate::operate::{Actor, quarantine};
+use crate::operate::quarantine;
 use crate::store::QuarantineFilter;
 
 const PAGE: u32 = 100;
@@ -173,11 +173,11 @@ pub async fn act(
     session.may_act()?;
     let what = match decision {
         Decision::Release => {
-            quarantine::release(&ctx.ingest, id, &Actor::Console).await?;
+            quarantine::release(&ctx.ingest, id, &session.actor()).await?;
             Done::Released
         }
         Decision::Discard => {
-            quarantine::discard(&ctx.store, id, &Actor::Console).await?;
+            quarantine::discard(&ctx.store, id, &session.actor()).await?;
             Done::Discarded
         }
     };

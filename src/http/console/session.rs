@@ -1,66 +1,52 @@
-//! Signing in to the console. The admin token (an operator) or the viewer token (read only), posted
-//! once to `/console/sign-in`, becomes a session cookie: `{expiry}.{role}.{nonce}.{MAC}`, MACed with
-//! a key derived from both tokens, so that every replica accepts it without shared state and a new
-//! token ends every session. It is
-//! `HttpOnly`, `SameSite=Strict`, `Secure` unless the console is reached on a loopback name, and
-//! lives [`SESSION_TTL`]. Each session's CSRF token is a MAC of its nonce; every state-changing form
-//! carries it, and a request another site started (`Sec-Fetch-Site` other than `same-origin`, or,
-//! from a browser that does not send it, an `Origin` that is not this host) is refused before the
-//! token is looked at. Signing out forgets the nonce
-//! on this replica.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! Console sessions. A named operator signs in with name and password, or anyone holding the admin
+//! token (an operator) or the viewer token (read only) with the token, for automation and before
+//! the first operator exists (`sign_in`). Each session is a row of `console_sessions`, so that
+//! signing out, disabling an operator or changing a token ends it at once on every replica and
+//! after a restart. The cookie is `{id}.{MAC}`: 32 random bytes and their HMAC-SHA256 under the
+//! stored console key, so that a made-up cookie is refused without a query; the row is found by
+//! the id's SHA-256. A session ends [`SESSION_TTL`] after its last use (sliding, written at most
+//! once a minute) and [`SESSION_LIFETIME`] after signing in whatever the use. The cookie is
+//! `HttpOnly`, `SameSite=Strict`, and `Secure` unless the console is reached on a loopback name.
+//! Each session's CSRF token is a MAC of its id; every state-changing form carries it, and a
+//! request another site started (`Sec-Fetch-Site` other than `same-origin`, or, from a browser
+//! that does not send it, an `Origin` that is not this host) is refused before the token is looked
+//! at.
 
 use axum::extract::FromRequestParts;
 use axum::http::header::{COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue};
-use chrono::Utc;
+use axum::http::{HeaderMap, HeaderValue, Method};
+use chrono::{DateTime, Duration, Utc};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::super::ApiContext;
+use crate::operate::Actor;
+use crate::operators::{OperatorName, Role};
+use crate::store::{ConsoleSession, Store, StoreError};
 
-/// How long a session lasts after signing in.
-pub const SESSION_TTL: chrono::Duration = chrono::Duration::minutes(30);
+/// How long a session lasts without being used.
+pub const SESSION_TTL: Duration = Duration::minutes(30);
+/// How long a session lasts at most, however it is used.
+pub const SESSION_LIFETIME: Duration = Duration::hours(12);
+/// How often a session in use has its expiry moved (one write a minute at most).
+const SLIDE_EVERY: Duration = Duration::minutes(1);
 const COOKIE_NAME: &str = "edi_inbox_console";
 
-/// The console's sessions: the MAC key derived from the tokens (none: nobody can sign in), the
-/// tokens' digests, and the nonces signed out before they expired.
+/// The console's signing-in material: the key that MACs cookies (the same on every replica), and
+/// the tokens' digests.
 pub struct Sessions {
-    key: Option<[u8; 32]>,
+    key: Vec<u8>,
     operator_digest: Option<[u8; 32]>,
     viewer_digest: Option<[u8; 32]>,
-    signed_out: Mutex<HashMap<String, i64>>,
-}
-
-/// What a session may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Signed in with the admin token: every page and every button.
-    Operator,
-    /// Signed in with the viewer token: every page, no button.
-    Viewer,
-}
-
-impl Role {
-    fn mark(self) -> &'static str {
-        match self {
-            Role::Operator => "o",
-            Role::Viewer => "v",
-        }
-    }
-
-    fn from_mark(mark: &str) -> Option<Role> {
-        [Role::Operator, Role::Viewer].into_iter().find(|role| role.mark() == mark)
-    }
 }
 
 /// A signed-in session.
 pub struct Session {
-    nonce: String,
+    id_sha256: [u8; 32],
     pub role: Role,
+    /// Who signed in by name; `None` for a token's session.
+    pub operator: Option<OperatorName>,
     /// The token every form of this session carries.
     pub csrf: String,
 }
@@ -68,87 +54,90 @@ pub struct Session {
 /// Why a request of the console is not served.
 #[derive(Debug)]
 pub enum Refusal {
-    /// No valid session: sign in.
-    SignedOut,
+    /// No valid session: sign in, then come back to this page (a GET's path and query) if any.
+    SignedOut(Option<String>),
     /// A state-changing request without this session's CSRF token, or started by another site.
     Forged,
     /// A viewer's session asked for an action.
     ReadOnly,
+    /// The sessions cannot be read now.
+    Unavailable(StoreError),
 }
 
 impl Sessions {
-    pub fn new(admin_token: Option<&str>, viewer_token: Option<&str>) -> Sessions {
-        let key = (admin_token.is_some() || viewer_token.is_some()).then(|| {
-            Sha256::new()
-                .chain_update(b"edi-inbox console session\0")
-                .chain_update(admin_token.unwrap_or_default())
-                .chain_update(b"\0")
-                .chain_update(viewer_token.unwrap_or_default())
-                .finalize()
-                .into()
-        });
+    /// The sessions of a server with this stored console key and these tokens.
+    pub fn new(key: Vec<u8>, admin_token: Option<&str>, viewer_token: Option<&str>) -> Sessions {
         let digest = |token: &str| Sha256::digest(token.as_bytes()).into();
-        Sessions {
-            key,
-            operator_digest: admin_token.map(digest),
-            viewer_digest: viewer_token.map(digest),
-            signed_out: Mutex::default(),
-        }
+        Sessions { key, operator_digest: admin_token.map(digest), viewer_digest: viewer_token.map(digest) }
     }
 
-    /// Whether anyone can sign in (a token is configured).
-    pub fn enabled(&self) -> bool {
-        self.key.is_some()
+    /// Whether a token can sign in (named operators always can, once added).
+    pub fn tokens_configured(&self) -> bool {
+        self.operator_digest.is_some() || self.viewer_digest.is_some()
     }
 
-    fn mac(&self, parts: &[&[u8]]) -> Option<Hmac<Sha256>> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(self.key.as_ref()?).ok()?;
+    fn mac(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
         for part in parts {
             mac.update(part);
             mac.update(b"\0");
         }
-        Some(mac)
+        mac
     }
 
-    /// A new session's cookie value, valid for [`SESSION_TTL`].
-    pub fn open(&self, role: Role) -> Option<String> {
-        let expires = (Utc::now() + SESSION_TTL).timestamp().to_string();
-        let mut nonce = [0u8; 16];
-        getrandom::fill(&mut nonce).ok()?;
-        let (nonce, role) = (hex(&nonce), role.mark());
-        let mac = self
-            .mac(&[b"session", expires.as_bytes(), role.as_bytes(), nonce.as_bytes()])?
-            .finalize()
-            .into_bytes();
-        Some(format!("{expires}.{role}.{nonce}.{}", hex(&mac)))
+    /// What a token's session stands on: a digest of the token (not the token), so that a new
+    /// token ends every session the old one opened.
+    fn token_credential(&self, role: Role) -> Option<String> {
+        let digest = match role {
+            Role::Operator => self.operator_digest?,
+            Role::Viewer => self.viewer_digest?,
+        };
+        Some(format!("token:{}", hex(&self.mac(&[b"token", &digest]).finalize().into_bytes()[..16])))
     }
 
-    /// The session a cookie value proves: well formed, MAC valid, not expired, not signed out.
-    fn session(&self, value: &str) -> Option<Session> {
-        let mut fields = value.splitn(4, '.');
-        let (expires, mark, nonce, mac) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
-        let mac = unhex(mac)?;
-        self.mac(&[b"session", expires.as_bytes(), mark.as_bytes(), nonce.as_bytes()])?
-            .verify_slice(&mac)
-            .ok()?;
-        let role = Role::from_mark(mark)?;
-        if expires.parse::<i64>().ok()? <= Utc::now().timestamp() {
-            return None;
-        }
-        if self.signed_out.lock().ok()?.contains_key(nonce) {
-            return None;
-        }
-        let csrf = hex(&self.mac(&[b"csrf", nonce.as_bytes()])?.finalize().into_bytes());
-        Some(Session { nonce: nonce.to_owned(), role, csrf })
+    /// Opens a session for a named operator (with its role) or for a token's role, and returns its
+    /// cookie value.
+    pub async fn open(
+        &self,
+        store: &Store,
+        role: Role,
+        operator: Option<OperatorName>,
+    ) -> Result<String, StoreError> {
+        let credential = match &operator {
+            Some(name) => name.as_str().to_owned(),
+            None => self.token_credential(role).ok_or_else(|| StoreError::Corrupt("no such token".into()))?,
+        };
+        let mut id = [0u8; 32];
+        getrandom::fill(&mut id).map_err(|e| StoreError::Corrupt(format!("no randomness: {e}")))?;
+        let now = Utc::now();
+        let session =
+            ConsoleSession { operator, role, credential, created_at: now, expires_at: now + SESSION_TTL };
+        store.open_console_session(&Sha256::digest(id), &session).await?;
+        let id = hex(&id);
+        Ok(format!("{id}.{}", hex(&self.mac(&[b"session", id.as_bytes()]).finalize().into_bytes())))
     }
 
-    /// Forgets a session here; the nonces of expired sessions are dropped on the way.
-    pub fn close(&self, session: &Session) {
-        let now = Utc::now().timestamp();
-        if let Ok(mut signed_out) = self.signed_out.lock() {
-            signed_out.retain(|_, expires| *expires > now);
-            signed_out.insert(session.nonce.clone(), (Utc::now() + SESSION_TTL).timestamp());
+    /// The live session a cookie value proves, its expiry moved on when due.
+    async fn session(&self, store: &Store, value: &str) -> Result<Option<Session>, StoreError> {
+        let Some((id, mac)) = value.split_once('.') else { return Ok(None) };
+        let Some(mac) = unhex(mac) else { return Ok(None) };
+        if self.mac(&[b"session", id.as_bytes()]).verify_slice(&mac).is_err() {
+            return Ok(None);
         }
+        let Some(raw) = unhex(id) else { return Ok(None) };
+        let id_sha256: [u8; 32] = Sha256::digest(&raw).into();
+        let now = Utc::now();
+        let Some(stored) = store.console_session(&id_sha256, now).await? else { return Ok(None) };
+        if stored.operator.is_none()
+            && self.token_credential(stored.role).as_ref() != Some(&stored.credential)
+        {
+            return Ok(None);
+        }
+        if let Some(expires_at) = slid(stored.created_at, stored.expires_at, now) {
+            store.extend_console_session(&id_sha256, expires_at).await?;
+        }
+        let csrf = hex(&self.mac(&[b"csrf", id.as_bytes()]).finalize().into_bytes());
+        Ok(Some(Session { id_sha256, role: stored.role, operator: stored.operator, csrf }))
     }
 
     /// The role `token` signs in as, if any; comparing digests keeps the timing independent of it.
@@ -164,6 +153,13 @@ impl Sessions {
     }
 }
 
+/// The new expiry of a session used at `now`, when a minute has passed since it was last moved:
+/// [`SESSION_TTL`] from now, never past [`SESSION_LIFETIME`] after signing in.
+fn slid(created_at: DateTime<Utc>, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let wanted = (now + SESSION_TTL).min(created_at + SESSION_LIFETIME);
+    (wanted - expires_at >= SLIDE_EVERY).then_some(wanted)
+}
+
 impl Session {
     /// Refuses a viewer's action.
     pub fn may_act(&self) -> Result<(), Refusal> {
@@ -171,6 +167,16 @@ impl Session {
             Role::Operator => Ok(()),
             Role::Viewer => Err(Refusal::ReadOnly),
         }
+    }
+
+    /// Who this session's actions are recorded as.
+    pub fn actor(&self) -> Actor {
+        Actor::Console(self.operator.clone())
+    }
+
+    /// Ends this session on every replica.
+    pub async fn close(&self, store: &Store) -> Result<(), StoreError> {
+        store.sign_out_console_session(&self.id_sha256, Utc::now()).await
     }
 
     /// Checks a state-changing request: not started by another site, and carrying this session's
@@ -203,20 +209,30 @@ impl FromRequestParts<ApiContext> for Session {
     type Rejection = Refusal;
 
     async fn from_request_parts(parts: &mut Parts, ctx: &ApiContext) -> Result<Session, Refusal> {
-        parts
+        let values = parts
             .headers
             .get_all(COOKIE)
             .iter()
             .filter_map(|value| value.to_str().ok())
             .flat_map(|cookies| cookies.split(';'))
             .filter_map(|cookie| cookie.trim().strip_prefix(COOKIE_NAME)?.strip_prefix('='))
-            .find_map(|value| ctx.console.session(value))
-            .ok_or(Refusal::SignedOut)
+            .take(4);
+        for value in values {
+            if let Some(session) =
+                ctx.console.session(&ctx.store, value).await.map_err(Refusal::Unavailable)?
+            {
+                return Ok(session);
+            }
+        }
+        let back =
+            (parts.method == Method::GET).then(|| parts.uri.path_and_query().map(|p| p.as_str().to_owned()));
+        Err(Refusal::SignedOut(back.flatten()))
     }
 }
 
 /// The `Set-Cookie` value of a session: `Secure` unless the browser reached us on a loopback name
-/// (where there is no TLS to require).
+/// (where there is no TLS to require). The browser keeps it for a session's whole lifetime; the
+/// server ends it sooner when it is not used.
 pub fn cookie(value: &str, headers: &HeaderMap) -> String {
     let host = headers.get(HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let name = host
@@ -227,7 +243,7 @@ pub fn cookie(value: &str, headers: &HeaderMap) -> String {
     let secure = if loopback { "" } else { "; Secure" };
     format!(
         "{COOKIE_NAME}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        SESSION_TTL.num_seconds()
+        SESSION_LIFETIME.num_seconds()
     )
 }
 
@@ -241,7 +257,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
+    if !text.len().is_multiple_of(2) || text.len() > 128 {
         return None;
     }
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
@@ -252,29 +268,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_session_is_accepted_until_changed_or_signed_out_and_another_token_rejects_it() {
-        let sessions = Sessions::new(Some("admin"), Some("viewer"));
-        let value = sessions.open(Role::Operator).unwrap();
-        let session = sessions.session(&value).expect("a fresh session");
-        let mut forged = value.clone().into_bytes();
-        let last = forged.len() - 1;
-        forged[last] = if forged[last] == b'0' { b'1' } else { b'0' };
-        assert!(sessions.session(std::str::from_utf8(&forged).unwrap()).is_none());
-        let (_, rest) = value.split_once('.').unwrap();
-        assert!(sessions.session(&format!("99999999999.{rest}")).is_none(), "a later expiry breaks the MAC");
-        let viewer = value.replacen(".o.", ".v.", 1);
-        assert!(
-            sessions.session(&viewer).is_none(),
-            "the role is MACed: a viewer's cookie cannot be made an operator's"
+    fn a_session_slides_a_minute_at_a_time_and_never_past_its_lifetime() {
+        let signed_in = Utc::now();
+        let expires = signed_in + SESSION_TTL;
+        assert_eq!(slid(signed_in, expires, signed_in + Duration::seconds(30)), None);
+        let later = signed_in + Duration::minutes(2);
+        assert_eq!(slid(signed_in, expires, later), Some(later + SESSION_TTL));
+        let end = signed_in + SESSION_LIFETIME;
+        assert_eq!(slid(signed_in, end, end - Duration::minutes(5)), None, "never past the lifetime");
+        let last = end - Duration::minutes(10);
+        assert_eq!(
+            slid(signed_in, last - Duration::minutes(20), last - Duration::minutes(15)),
+            Some(signed_in + SESSION_LIFETIME)
         );
-        assert!(Sessions::new(Some("rotated"), Some("viewer")).session(&value).is_none());
-        assert!(Sessions::new(Some("admin"), Some("rotated")).session(&value).is_none());
-        assert!(Sessions::new(None, None).session(&value).is_none());
-        assert_eq!(sessions.admits("viewer"), Some(Role::Viewer));
-        assert_eq!(sessions.admits("admin"), Some(Role::Operator));
-        assert_eq!(sessions.admits("guess"), None);
-        sessions.close(&session);
-        assert!(sessions.session(&value).is_none());
     }
 
     #[test]

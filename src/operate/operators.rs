@@ -1,0 +1,106 @@
+//! Named operators: registering, disabling, enabling and resetting one (the command line's
+//! `edi-inbox operator …`), and checking a console sign-in. A sign-in under a locked name is
+//! refused unread; each wrong password counts on the operator's row (every replica sees it) and
+//! locks the name past [`FREE_ATTEMPTS`]. Argon2id takes tens of milliseconds of one CPU, so at
+//! most [`CHECKS_AT_ONCE`] checks run at a time, on the blocking pool: a flood of sign-ins waits for
+//! them instead of taking the CPUs that deliveries need.
+
+use chrono::Utc;
+use tokio::sync::Semaphore;
+
+use super::{Actor, Error, logged};
+use crate::operators::{FREE_ATTEMPTS, Operator, OperatorName, Role, hash, locked_until, verify};
+use crate::store::Store;
+
+/// Password checks running at once, whatever the number of sign-ins.
+pub const CHECKS_AT_ONCE: usize = 2;
+static CHECKS: Semaphore = Semaphore::const_new(CHECKS_AT_ONCE);
+
+/// Registers an operator with its password (hashed here; never stored or logged as given).
+pub async fn add(
+    store: &Store,
+    name: &OperatorName,
+    role: Role,
+    password: &str,
+    actor: &Actor,
+) -> Result<Operator, Error> {
+    let hashed = hashed(password).await?;
+    if !store.add_operator(name, role, &hashed, Utc::now()).await? {
+        return Err(Error::Exists(format!("an operator named {name} exists already")));
+    }
+    logged(actor, "operator.add", name, role.as_str());
+    found(store.operators().await?.into_iter().find(|operator| operator.name == *name), name)
+}
+
+/// Disables an operator: its sessions end at once, on every replica, and it cannot sign in.
+pub async fn disable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
+    let operator = found(store.set_operator_disabled(name, Some(Utc::now())).await?, name)?;
+    logged(actor, "operator.disable", name, "disabled");
+    Ok(operator)
+}
+
+/// Lets a disabled operator sign in again.
+pub async fn enable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
+    let operator = found(store.set_operator_disabled(name, None).await?, name)?;
+    logged(actor, "operator.enable", name, "enabled");
+    Ok(operator)
+}
+
+/// Gives an operator a new password: its sessions end and its failed sign-ins are forgotten.
+pub async fn reset(
+    store: &Store,
+    name: &OperatorName,
+    password: &str,
+    actor: &Actor,
+) -> Result<Operator, Error> {
+    let hashed = hashed(password).await?;
+    let operator = found(store.set_operator_password(name, &hashed, Utc::now()).await?, name)?;
+    logged(actor, "operator.reset", name, "password changed");
+    Ok(operator)
+}
+
+/// The operator `name` and `password` sign in as: `None` for an unknown name, a wrong password, a
+/// disabled operator or a locked name, all alike (the caller cannot tell which).
+pub async fn sign_in(store: &Store, name: &str, password: &str) -> Result<Option<Operator>, Error> {
+    let now = Utc::now();
+    let found = match OperatorName::parse(name) {
+        Ok(name) => store.operator_with_hash(&name).await?,
+        Err(_) => None,
+    };
+    if let Some((operator, _)) = &found
+        && operator.locked_until.is_some_and(|until| until > now)
+    {
+        return Ok(None);
+    }
+    let hash = found.as_ref().map(|(_, hash)| hash.clone());
+    let password = password.to_owned();
+    let right = checked(move || verify(hash.as_deref(), &password)).await?;
+    let Some((operator, _)) = found else { return Ok(None) };
+    if right {
+        if operator.failed_sign_ins > 0 {
+            store.record_sign_in(&operator.name, 0, None).await?;
+        }
+        return Ok(operator.disabled_at.is_none().then_some(operator));
+    }
+    let failures = operator.failed_sign_ins.saturating_add(1);
+    store.record_sign_in(&operator.name, failures, locked_until(failures, now)).await?;
+    if failures == FREE_ATTEMPTS {
+        tracing::warn!(target: "edi_inbox::security", operator = %operator.name, failures, "console sign-in locked after wrong passwords");
+    }
+    Ok(None)
+}
+
+async fn hashed(password: &str) -> Result<String, Error> {
+    let password = password.to_owned();
+    checked(move || hash(&password)).await?.map_err(Error::Invalid)
+}
+
+/// Runs a password hash or check on the blocking pool, at most [`CHECKS_AT_ONCE`] at a time.
+async fn checked<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    let _turn = CHECKS.acquire().await.map_err(|e| Error::Invalid(e.to_string()))?;
+    tokio::task::spawn_blocking(work).await.map_err(|e| Error::Invalid(format!("password check failed: {e}")))
+}
+
+fn found(operator: Option<Operator>, name: &OperatorName) -> Result<Operator, Error> {
+    operator.ok_or_else(|| Error::NotFound(format!("no operator named {name}")))
+}

@@ -286,6 +286,7 @@ impl From<operate::Error> for ApiError {
             operate::Error::Exists(detail) => ApiError::AlreadyExists(detail),
             operate::Error::NotFound(_) => ApiError::NotFound,
             operate::Error::WrongState(detail) => ApiError::WrongState(detail),
+            operate::Error::Busy(_) => ApiError::RateLimited(std::time::Duration::from_secs(1)),
             operate::Error::Ingest(error) => ApiError::from(error),
             operate::Error::Store(error) => ApiError::Store(error),
         }

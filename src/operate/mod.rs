@@ -64,6 +64,9 @@ pub enum Error {
     /// What it names is not in a state the action applies to.
     #[error("{0}")]
     WrongState(String),
+    /// Too much of the same work is under way; try again shortly.
+    #[error("{0}")]
+    Busy(String),
     /// Recording a released delivery failed as a delivery can.
     #[error(transparent)]
     Ingest(#[from] ingest::Error),

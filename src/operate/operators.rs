@@ -2,8 +2,8 @@
 //! `edi-inbox operator …`), and checking a console sign-in. A sign-in under a locked name is
 //! refused unread; each wrong password counts on the operator's row (every replica sees it) and
 //! locks the name past [`FREE_ATTEMPTS`]. Argon2id takes tens of milliseconds of one CPU, so at
-//! most [`CHECKS_AT_ONCE`] checks run at a time, on the blocking pool: a flood of sign-ins waits for
-//! them instead of taking the CPUs that deliveries need.
+//! most [`CHECKS_AT_ONCE`] checks run at a time, on the blocking pool, and [`CHECKS_WAITING`] wait:
+//! a flood of sign-ins is refused as busy instead of taking the CPUs that deliveries need.
 
 use chrono::Utc;
 use tokio::sync::Semaphore;
@@ -15,6 +15,10 @@ use crate::store::Store;
 /// Password checks running at once, whatever the number of sign-ins.
 pub const CHECKS_AT_ONCE: usize = 2;
 static CHECKS: Semaphore = Semaphore::const_new(CHECKS_AT_ONCE);
+/// Password checks waiting for their turn at most; one more is refused as busy (429) at once, so
+/// that a flood of sign-ins from many addresses holds a bounded number of requests.
+const CHECKS_WAITING: usize = 32;
+static WAITING: Semaphore = Semaphore::const_new(CHECKS_WAITING);
 
 /// Registers an operator with its password (hashed here; never stored or logged as given).
 pub async fn add(
@@ -97,6 +101,7 @@ async fn hashed(password: &str) -> Result<String, Error> {
 
 /// Runs a password hash or check on the blocking pool, at most [`CHECKS_AT_ONCE`] at a time.
 async fn checked<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    let _waiting = WAITING.try_acquire().map_err(|_| Error::Busy("too many sign-ins at once".into()))?;
     let _turn = CHECKS.acquire().await.map_err(|e| Error::Invalid(e.to_string()))?;
     tokio::task::spawn_blocking(work).await.map_err(|e| Error::Invalid(format!("password check failed: {e}")))
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::partners::{ADMIN, post_with_key, register, secured};
+use common::partners::{ADMIN, admin, post_with_key, register, secured};
 use common::{Backend, Harness, TestApp, database_config, fixture, logged_lines};
 use edi_inbox::config::ServerConfig;
 use reqwest::redirect::Policy;
@@ -369,6 +369,30 @@ async fn named_operators_sign_in_and_their_sessions_end_everywhere(backend: Back
     assert_eq!(suspended.status(), 303);
     let lines = logged_lines(&["operator action", "console:alice", "partner.status", "suspended"]);
     assert_eq!(lines.len(), 1, "{lines:?}");
+    let audit = admin(&h, reqwest::Method::GET, "/v1/admin/audit?actor=console:alice", None).await;
+    assert_eq!(audit.status, 200, "{}", audit.text);
+    let recorded = &audit.json()["items"];
+    assert_eq!(recorded.as_array().unwrap().len(), 1, "{recorded}");
+    let expected = ("console:alice", "partner.status", "acme", "active", "suspended");
+    let fields = |row: &serde_json::Value| {
+        let text = |name: &str| row[name].as_str().unwrap_or_default().to_owned();
+        (text("actor"), text("action"), text("subject"), text("before"), text("after"))
+    };
+    let (actor, action, subject, before, after) = fields(&recorded[0]);
+    assert_eq!((&*actor, &*action, &*subject, &*before, &*after), expected);
+    let everyone = admin(&h, reqwest::Method::GET, "/v1/admin/audit", None).await.json();
+    let register =
+        everyone["items"].as_array().unwrap().iter().find(|row| row["action"] == "partner.register");
+    let register = fields(register.expect("the registration is recorded too"));
+    assert_eq!(
+        (&*register.0, &*register.2, register.3.is_empty(), &*register.4),
+        ("admin-api", "acme", true, "active")
+    );
+    admin(&h, reqwest::Method::GET, "/v1/admin/audit?actor=", None)
+        .await
+        .assert_problem(400, "invalid-request");
+    let (status, _, page) = alice.get("/console/audit").await;
+    assert!(status == 200 && page.contains("console:alice") && page.contains("partner.status"), "{page}");
 
     // A viewer by name sees and cannot act.
     let mut vera = Browser::new(&h);

@@ -3,6 +3,7 @@
 
 mod admin;
 mod as2_certificate;
+mod audit;
 mod auth;
 mod connection;
 mod console;
@@ -151,6 +152,7 @@ pub fn api() -> (Router<ApiContext>, utoipa::openapi::OpenApi) {
         .merge(admin::routes())
         .merge(outbox::routes())
         .merge(quarantine::routes())
+        .merge(audit::routes())
         .split_for_parts();
     openapi::declare_unauthorized(&mut doc, |method, path| auth::guarded(true, method, path));
     openapi::declare_refusals(&mut doc);

@@ -4,7 +4,7 @@
 
 use crate::ingest;
 use crate::operators::OperatorName;
-use crate::store::StoreError;
+use crate::store::{OperatorAction, Store, StoreError};
 
 pub mod operators;
 pub mod outbox;
@@ -44,9 +44,30 @@ impl std::fmt::Display for Actor {
     }
 }
 
-/// The log line of a done action: who did what to which, and where it stands now.
-fn logged(actor: &Actor, action: &'static str, subject: &dyn std::fmt::Display, now: &str) {
-    tracing::info!(target: "edi_inbox::operator", actor = %actor, action, subject = %subject, now, "operator action");
+/// Records a done action: who did what to which, its state before (where the action knows it) and
+/// after, as a log line and a row of the audit (`operator_actions`). The action is done already
+/// when it is recorded: a row that cannot be written is logged as an error with everything it held.
+async fn recorded(
+    store: &Store,
+    actor: &Actor,
+    action: &'static str,
+    subject: &(dyn std::fmt::Display + Sync),
+    before: Option<&str>,
+    after: &str,
+) {
+    tracing::info!(target: "edi_inbox::operator", actor = %actor, action, subject = %subject, before, now = after, "operator action");
+    let row = OperatorAction {
+        id: uuid::Uuid::now_v7(),
+        at: chrono::Utc::now(),
+        actor: actor.to_string(),
+        action: action.to_owned(),
+        subject: subject.to_string(),
+        before: before.map(str::to_owned),
+        after: after.to_owned(),
+    };
+    if let Err(error) = store.record_action(&row).await {
+        tracing::error!(target: "edi_inbox::operator", %error, actor = %actor, action, subject = %subject, "an operator action was done but its audit row was not written");
+    }
 }
 
 /// Why an operator's action did nothing.

@@ -8,7 +8,7 @@
 use chrono::Utc;
 use tokio::sync::Semaphore;
 
-use super::{Actor, Error, logged};
+use super::{Actor, Error, recorded};
 use crate::operators::{FREE_ATTEMPTS, Operator, OperatorName, Role, hash, locked_until, verify};
 use crate::store::Store;
 
@@ -32,21 +32,23 @@ pub async fn add(
     if !store.add_operator(name, role, &hashed, Utc::now()).await? {
         return Err(Error::Exists(format!("an operator named {name} exists already")));
     }
-    logged(actor, "operator.add", name, role.as_str());
+    recorded(store, actor, "operator.add", name, None, role.as_str()).await;
     found(store.operators().await?.into_iter().find(|operator| operator.name == *name), name)
 }
 
 /// Disables an operator: its sessions end at once, on every replica, and it cannot sign in.
 pub async fn disable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
+    let before = state(store, name).await?;
     let operator = found(store.set_operator_disabled(name, Some(Utc::now())).await?, name)?;
-    logged(actor, "operator.disable", name, "disabled");
+    recorded(store, actor, "operator.disable", name, before, "disabled").await;
     Ok(operator)
 }
 
 /// Lets a disabled operator sign in again.
 pub async fn enable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
+    let before = state(store, name).await?;
     let operator = found(store.set_operator_disabled(name, None).await?, name)?;
-    logged(actor, "operator.enable", name, "enabled");
+    recorded(store, actor, "operator.enable", name, before, "enabled").await;
     Ok(operator)
 }
 
@@ -59,7 +61,7 @@ pub async fn reset(
 ) -> Result<Operator, Error> {
     let hashed = hashed(password).await?;
     let operator = found(store.set_operator_password(name, &hashed, Utc::now()).await?, name)?;
-    logged(actor, "operator.reset", name, "password changed");
+    recorded(store, actor, "operator.reset", name, None, "password changed").await;
     Ok(operator)
 }
 
@@ -104,6 +106,12 @@ async fn checked<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -
     let _waiting = WAITING.try_acquire().map_err(|_| Error::Busy("too many sign-ins at once".into()))?;
     let _turn = CHECKS.acquire().await.map_err(|e| Error::Invalid(e.to_string()))?;
     tokio::task::spawn_blocking(work).await.map_err(|e| Error::Invalid(format!("password check failed: {e}")))
+}
+
+/// Whether an operator is `enabled` or `disabled` now (`None`: no such operator).
+async fn state(store: &Store, name: &OperatorName) -> Result<Option<&'static str>, Error> {
+    let operator = store.operator_with_hash(name).await?;
+    Ok(operator.map(|(operator, _)| if operator.disabled_at.is_some() { "disabled" } else { "enabled" }))
 }
 
 fn found(operator: Option<Operator>, name: &OperatorName) -> Result<Operator, Error> {

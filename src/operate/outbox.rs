@@ -3,21 +3,21 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{Actor, Error, logged};
+use super::{Actor, Error, recorded};
 use crate::accounting::OutboxEntry;
 use crate::store::{Store, Transition};
 
 /// Sends a dead message again, with a fresh budget of attempts.
 pub async fn retry(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
     let entry = settled(id, store.redrive(id, Utc::now()).await?)?;
-    logged(actor, "outbox.retry", &id, entry.status.as_str());
+    recorded(store, actor, "outbox.retry", &id, Some("dead"), entry.status.as_str()).await;
     Ok(entry)
 }
 
 /// Gives up on a dead message: it is never sent.
 pub async fn discard(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
     let entry = settled(id, store.discard(id).await?)?;
-    logged(actor, "outbox.discard", &id, entry.status.as_str());
+    recorded(store, actor, "outbox.discard", &id, Some("dead"), entry.status.as_str()).await;
     Ok(entry)
 }
 

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{Actor, Error, logged};
+use super::{Actor, Error, recorded};
 use crate::partners::{
     CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
     new_webhook_secret,
@@ -36,7 +36,7 @@ pub async fn register(
         IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
         IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },
     ];
-    logged(actor, "partner.register", &partner.id, partner.status.as_str());
+    recorded(store, actor, "partner.register", &partner.id, None, partner.status.as_str()).await;
     Ok((partner, issued))
 }
 
@@ -61,13 +61,29 @@ pub async fn rotate(
         }
     };
     store.add_credential(partner_id, kind, (id, &stored), Utc::now()).await?;
-    logged(actor, "partner.credential.issue", &partner_id, &id.to_string());
+    recorded(
+        store,
+        actor,
+        "partner.credential.issue",
+        &partner_id,
+        None,
+        &format!("{} {id} issued", kind.as_str()),
+    )
+    .await;
     Ok(IssuedSecret { credential_id: id, kind, secret })
 }
 
 pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid, actor: &Actor) -> Result<(), Error> {
     if store.revoke_credential(partner_id, credential, Utc::now()).await? {
-        logged(actor, "partner.credential.revoke", &partner_id, &credential.to_string());
+        recorded(
+            store,
+            actor,
+            "partner.credential.revoke",
+            &partner_id,
+            Some(&format!("{credential} active")),
+            &format!("{credential} revoked"),
+        )
+        .await;
         Ok(())
     } else {
         Err(Error::NotFound(format!("no active credential {credential} of partner {partner_id:?}")))
@@ -80,10 +96,12 @@ pub async fn set_status(
     status: PartnerStatus,
     actor: &Actor,
 ) -> Result<Partner, Error> {
+    let before = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?.status;
     if !store.set_partner_status(partner_id, status).await? {
         return Err(no_partner(partner_id));
     }
     let partner = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
-    logged(actor, "partner.status", &partner_id, partner.status.as_str());
+    recorded(store, actor, "partner.status", &partner_id, Some(before.as_str()), partner.status.as_str())
+        .await;
     Ok(partner)
 }

@@ -44,6 +44,7 @@ macro_rules! on_pool {
     };
 }
 
+mod actions;
 mod answers;
 mod audit;
 mod batch;
@@ -79,6 +80,7 @@ use uuid::Uuid;
 use crate::edi::Standard;
 use crate::inbox::resource::{InterchangeSummary, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
+pub use actions::OperatorAction;
 pub use audit::{Attempt, AttemptFacts};
 pub use confirmed::CommitNotices;
 pub use console::{ActivityCount, RefusalGroup};

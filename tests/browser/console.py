@@ -210,6 +210,14 @@ def main(binary):
                 page.screenshot(path=str(SHOTS / "console-accounting.png"))
             check("retry a dead letter against the accounting API: delivered", retry_dead_letter)
 
+            def audit_names_the_operator():
+                page.click("nav >> text=Audit")
+                expect(page.locator("#actions tbody tr", has_text="quarantine.release")).to_contain_text("console:olga")
+                expect(page.locator("#actions tbody tr", has_text="outbox.retry")).to_contain_text("dead")
+                page.screenshot(path=str(SHOTS / "console-audit.png"))
+            check("the audit names the operator of each action, with the state before and after",
+                  audit_names_the_operator)
+
             def sign_out():
                 other = tabs.new_page()
                 other.goto(f"{base}/")

@@ -4,6 +4,7 @@
 //! from `/console/assets/`, no inline script), `X-Frame-Options: DENY`, `nosniff` and `no-store`.
 
 mod accounting;
+mod audit;
 mod interchanges;
 mod overview;
 mod partners;
@@ -48,6 +49,7 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/partners", get(partners::list))
         .route("/console/partners/{id}/{action}", post(partners::act))
         .route("/console/refusals", get(partners::refusals))
+        .route("/console/audit", get(audit::list))
         .route("/console/assets/console.css", get(|| asset("text/css", include_str!("console.css"))))
         .route("/console/assets/console.js", get(|| asset("text/javascript", include_str!("console.js"))))
         .route("/console/assets/favicon.svg", get(|| asset("image/svg+xml", include_str!("favicon.svg"))))
@@ -160,15 +162,17 @@ pub enum Tab {
     Accounting,
     Partners,
     Refusals,
+    Audit,
 }
 
-const TABS: [(Tab, &str, &str); 6] = [
+const TABS: [(Tab, &str, &str); 7] = [
     (Tab::Overview, "/console/", "Overview"),
     (Tab::Interchanges, "/console/interchanges", "Interchanges"),
     (Tab::Quarantine, "/console/quarantine", "Quarantine"),
     (Tab::Accounting, "/console/accounting", "Accounting"),
     (Tab::Partners, "/console/partners", "Partners"),
     (Tab::Refusals, "/console/refusals", "Refusals"),
+    (Tab::Audit, "/console/audit", "Audit"),
 ];
 
 /// What an action did, shown once on the page it leads back to (`?done=…`: a fixed word, never

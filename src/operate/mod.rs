@@ -52,8 +52,7 @@ async fn recorded(
     actor: &Actor,
     action: &'static str,
     subject: &(dyn std::fmt::Display + Sync),
-    before: Option<&str>,
-    after: &str,
+    (before, after): (Option<&str>, &str),
 ) {
     tracing::info!(target: "edi_inbox::operator", actor = %actor, action, subject = %subject, before, now = after, "operator action");
     let row = OperatorAction {

@@ -32,7 +32,7 @@ pub async fn add(
     if !store.add_operator(name, role, &hashed, Utc::now()).await? {
         return Err(Error::Exists(format!("an operator named {name} exists already")));
     }
-    recorded(store, actor, "operator.add", name, None, role.as_str()).await;
+    recorded(store, actor, "operator.add", name, (None, role.as_str())).await;
     found(store.operators().await?.into_iter().find(|operator| operator.name == *name), name)
 }
 
@@ -40,7 +40,7 @@ pub async fn add(
 pub async fn disable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
     let before = state(store, name).await?;
     let operator = found(store.set_operator_disabled(name, Some(Utc::now())).await?, name)?;
-    recorded(store, actor, "operator.disable", name, before, "disabled").await;
+    recorded(store, actor, "operator.disable", name, (before, "disabled")).await;
     Ok(operator)
 }
 
@@ -48,7 +48,7 @@ pub async fn disable(store: &Store, name: &OperatorName, actor: &Actor) -> Resul
 pub async fn enable(store: &Store, name: &OperatorName, actor: &Actor) -> Result<Operator, Error> {
     let before = state(store, name).await?;
     let operator = found(store.set_operator_disabled(name, None).await?, name)?;
-    recorded(store, actor, "operator.enable", name, before, "enabled").await;
+    recorded(store, actor, "operator.enable", name, (before, "enabled")).await;
     Ok(operator)
 }
 
@@ -61,7 +61,7 @@ pub async fn reset(
 ) -> Result<Operator, Error> {
     let hashed = hashed(password).await?;
     let operator = found(store.set_operator_password(name, &hashed, Utc::now()).await?, name)?;
-    recorded(store, actor, "operator.reset", name, None, "password changed").await;
+    recorded(store, actor, "operator.reset", name, (None, "password changed")).await;
     Ok(operator)
 }
 

@@ -10,14 +10,14 @@ use crate::store::{Store, Transition};
 /// Sends a dead message again, with a fresh budget of attempts.
 pub async fn retry(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
     let entry = settled(id, store.redrive(id, Utc::now()).await?)?;
-    recorded(store, actor, "outbox.retry", &id, Some("dead"), entry.status.as_str()).await;
+    recorded(store, actor, "outbox.retry", &id, (Some("dead"), entry.status.as_str())).await;
     Ok(entry)
 }
 
 /// Gives up on a dead message: it is never sent.
 pub async fn discard(store: &Store, id: Uuid, actor: &Actor) -> Result<OutboxEntry, Error> {
     let entry = settled(id, store.discard(id).await?)?;
-    recorded(store, actor, "outbox.discard", &id, Some("dead"), entry.status.as_str()).await;
+    recorded(store, actor, "outbox.discard", &id, (Some("dead"), entry.status.as_str())).await;
     Ok(entry)
 }
 

@@ -36,7 +36,7 @@ pub async fn register(
         IssuedSecret { credential_id: key_id, kind: CredentialKind::ApiKey, secret: key },
         IssuedSecret { credential_id: secret_id, kind: CredentialKind::WebhookSecret, secret },
     ];
-    recorded(store, actor, "partner.register", &partner.id, None, partner.status.as_str()).await;
+    recorded(store, actor, "partner.register", &partner.id, (None, partner.status.as_str())).await;
     Ok((partner, issued))
 }
 
@@ -66,8 +66,7 @@ pub async fn rotate(
         actor,
         "partner.credential.issue",
         &partner_id,
-        None,
-        &format!("{} {id} issued", kind.as_str()),
+        (None, &format!("{} {id} issued", kind.as_str())),
     )
     .await;
     Ok(IssuedSecret { credential_id: id, kind, secret })
@@ -80,8 +79,7 @@ pub async fn revoke(store: &Store, partner_id: &str, credential: Uuid, actor: &A
             actor,
             "partner.credential.revoke",
             &partner_id,
-            Some(&format!("{credential} active")),
-            &format!("{credential} revoked"),
+            (Some(&format!("{credential} active")), &format!("{credential} revoked")),
         )
         .await;
         Ok(())
@@ -101,7 +99,7 @@ pub async fn set_status(
         return Err(no_partner(partner_id));
     }
     let partner = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
-    recorded(store, actor, "partner.status", &partner_id, Some(before.as_str()), partner.status.as_str())
+    recorded(store, actor, "partner.status", &partner_id, (Some(before.as_str()), partner.status.as_str()))
         .await;
     Ok(partner)
 }

@@ -18,7 +18,7 @@ pub async fn release(ingest: &Ingest, id: Uuid, actor: &Actor) -> Result<Quarant
     let partner =
         partner.ok_or_else(|| Error::NotFound(format!("no partner {:?}", held.entry.partner_id)))?;
     let released = ingest.release(held, Arc::new(partner)).await?;
-    recorded(store, actor, "quarantine.release", &id, Some("held"), released.status.as_str()).await;
+    recorded(store, actor, "quarantine.release", &id, (Some("held"), released.status.as_str())).await;
     Ok(released)
 }
 
@@ -34,7 +34,7 @@ pub async fn discard(store: &Store, id: Uuid, actor: &Actor) -> Result<Quarantin
     let discarded = store.resolve_hold(id, QuarantineStatus::Discarded, None, Utc::now()).await?;
     let discarded =
         discarded.ok_or_else(|| Error::WrongState("it was resolved by someone else meanwhile".into()))?;
-    recorded(store, actor, "quarantine.discard", &id, Some("held"), discarded.status.as_str()).await;
+    recorded(store, actor, "quarantine.discard", &id, (Some("held"), discarded.status.as_str())).await;
     Ok(discarded)
 }
 

@@ -11,6 +11,6 @@ use crate::store::{SnsSubscription, Store};
 pub async fn confirm(store: &Store, id: Uuid, actor: &Actor) -> Result<SnsSubscription, Error> {
     let confirmed = store.confirm_sns(id, Utc::now()).await?;
     let confirmed = confirmed.ok_or_else(|| Error::NotFound(format!("no SNS subscription message {id}")))?;
-    recorded(store, actor, "sns.confirm", &id, None, "confirmed").await;
+    recorded(store, actor, "sns.confirm", &id, (None, "confirmed")).await;
     Ok(confirmed)
 }

@@ -455,7 +455,54 @@ async fn wrong_passwords_lock_the_name_until_reset(backend: Backend) {
     h.finish().await;
 }
 
+/// Behind plain HTTP off loopback the browser would drop the `Secure` cookie and loop back to the
+/// sign-in page without a word: the sign-in says why instead, and `--console-cookie-secure never`
+/// is the way out on a trusted network.
+async fn a_plain_http_console_says_why_instead_of_looping(backend: Backend) {
+    use edi_inbox::config::CookieSecure;
+    let h = Harness::with_server(backend, secured()).await;
+    let browser = Browser::new(&h);
+    let sign_in = |host: &'static str| {
+        browser
+            .client
+            .post(format!("{}/console/sign-in", browser.base))
+            .header("host", host)
+            .header("origin", format!("http://{host}"))
+            .form(&[("token", ADMIN)])
+    };
+    let refused = sign_in("edi.example.com:8080").send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.headers().get("set-cookie").is_none());
+    let page = refused.text().await.unwrap();
+    assert!(
+        page.contains("plain HTTP (http://edi.example.com:8080)")
+            && page.contains("--console-cookie-secure never"),
+        "{page}"
+    );
+    let local = sign_in("localhost:8080").send().await.unwrap();
+    assert_eq!(local.status(), 303, "on a loopback name the cookie is not Secure: no mismatch");
+    h.finish().await;
+
+    let server = ServerConfig { console_cookie_secure: CookieSecure::Never, ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    let browser = Browser::new(&h);
+    let answer = browser
+        .client
+        .post(format!("{}/console/sign-in", browser.base))
+        .header("host", "edi.example.com:8080")
+        .header("origin", "http://edi.example.com:8080")
+        .form(&[("token", ADMIN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 303);
+    let cookie = answer.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("HttpOnly") && !cookie.contains("Secure"), "{cookie}");
+    h.finish().await;
+}
+
 both_backends!(
+    a_plain_http_console_says_why_instead_of_looping,
     named_operators_sign_in_and_their_sessions_end_everywhere,
     wrong_passwords_lock_the_name_until_reset,
     sign_in_gives_a_strict_session_and_every_page_strict_headers,

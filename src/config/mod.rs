@@ -133,6 +133,11 @@ pub struct ServerConfig {
     /// token signs in as an operator.
     #[arg(long, env = "EDI_INBOX_CONSOLE_VIEWER_TOKEN", global = true, hide_env_values = true)]
     pub console_viewer_token: Option<String>,
+    /// When the console's session cookie is `Secure` (sent over HTTPS only): `auto` unless the
+    /// console is reached on a loopback name, `always`, or `never` (plain HTTP on a network you
+    /// trust, e.g. behind the shipped compose file's proxy on :8080).
+    #[arg(long, env = "EDI_INBOX_CONSOLE_COOKIE_SECURE", value_enum, default_value = "auto", global = true)]
+    pub console_cookie_secure: CookieSecure,
     /// Origins allowed to push CloudEvents webhooks here (the validation handshake's
     /// `WebHook-Request-Origin`), comma-separated; `*` allows any. None by default.
     #[arg(long, env = "EDI_INBOX_WEBHOOK_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]
@@ -235,6 +240,15 @@ pub enum AuthMode {
     Auto,
     Partners,
     Open,
+}
+
+/// When the console's session cookie carries `Secure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CookieSecure {
+    /// Unless the console is reached on a loopback name.
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -129,6 +129,7 @@ impl ApiContext {
                 console_key,
                 server.admin_token.as_deref().filter(|token| !token.is_empty()),
                 server.console_viewer_token.as_deref().filter(|token| !token.is_empty()),
+                server.console_cookie_secure,
             )),
         })
     }

@@ -6,7 +6,8 @@
 //! stored console key, so that a made-up cookie is refused without a query; the row is found by
 //! the id's SHA-256. A session ends [`SESSION_TTL`] after its last use (sliding, written at most
 //! once a minute) and [`SESSION_LIFETIME`] after signing in whatever the use. The cookie is
-//! `HttpOnly`, `SameSite=Strict`, and `Secure` unless the console is reached on a loopback name.
+//! `HttpOnly`, `SameSite=Strict`, and `Secure` as `--console-cookie-secure` says (by default,
+//! unless the console is reached on a loopback name).
 //! Each session's CSRF token is a MAC of its id; every state-changing form carries it, and a
 //! request another site started (`Sec-Fetch-Site` other than `same-origin`, or, from a browser
 //! that does not send it, an `Origin` that is not this host) is refused before the token is looked
@@ -21,6 +22,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::super::ApiContext;
+use crate::config::CookieSecure;
 use crate::operate::Actor;
 use crate::operators::{OperatorName, Role};
 use crate::store::{ConsoleSession, Store, StoreError};
@@ -39,6 +41,7 @@ pub struct Sessions {
     key: Vec<u8>,
     operator_digest: Option<[u8; 32]>,
     viewer_digest: Option<[u8; 32]>,
+    secure: CookieSecure,
 }
 
 /// A signed-in session.
@@ -65,10 +68,41 @@ pub enum Refusal {
 }
 
 impl Sessions {
-    /// The sessions of a server with this stored console key and these tokens.
-    pub fn new(key: Vec<u8>, admin_token: Option<&str>, viewer_token: Option<&str>) -> Sessions {
+    /// The sessions of a server with this stored console key, these tokens and this cookie policy.
+    pub fn new(
+        key: Vec<u8>,
+        admin_token: Option<&str>,
+        viewer_token: Option<&str>,
+        secure: CookieSecure,
+    ) -> Sessions {
         let digest = |token: &str| Sha256::digest(token.as_bytes()).into();
-        Sessions { key, operator_digest: admin_token.map(digest), viewer_digest: viewer_token.map(digest) }
+        Sessions {
+            key,
+            operator_digest: admin_token.map(digest),
+            viewer_digest: viewer_token.map(digest),
+            secure,
+        }
+    }
+
+    /// Whether a session cookie for this request is `Secure`: as `--console-cookie-secure` says,
+    /// by default unless the browser reached us on a loopback name (where there is no TLS to
+    /// require).
+    pub fn secure_for(&self, headers: &HeaderMap) -> bool {
+        match self.secure {
+            CookieSecure::Always => true,
+            CookieSecure::Never => false,
+            CookieSecure::Auto => !loopback(headers),
+        }
+    }
+
+    /// The `Set-Cookie` value of a session. The browser keeps it for a session's whole lifetime;
+    /// the server ends it sooner when it is not used.
+    pub fn cookie(&self, value: &str, headers: &HeaderMap) -> String {
+        let secure = if self.secure_for(headers) { "; Secure" } else { "" };
+        format!(
+            "{COOKIE_NAME}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            SESSION_LIFETIME.num_seconds()
+        )
     }
 
     /// Whether a token can sign in (named operators always can, once added).
@@ -230,21 +264,14 @@ impl FromRequestParts<ApiContext> for Session {
     }
 }
 
-/// The `Set-Cookie` value of a session: `Secure` unless the browser reached us on a loopback name
-/// (where there is no TLS to require). The browser keeps it for a session's whole lifetime; the
-/// server ends it sooner when it is not used.
-pub fn cookie(value: &str, headers: &HeaderMap) -> String {
+/// Whether the browser reached us on a loopback name.
+fn loopback(headers: &HeaderMap) -> bool {
     let host = headers.get(HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let name = host
         .rsplit_once(':')
         .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(host, |(name, _)| name);
-    let loopback = matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.ends_with(".localhost");
-    let secure = if loopback { "" } else { "; Secure" };
-    format!(
-        "{COOKIE_NAME}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        SESSION_LIFETIME.num_seconds()
-    )
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.ends_with(".localhost")
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
@@ -284,15 +311,19 @@ mod tests {
     }
 
     #[test]
-    fn the_cookie_is_secure_off_loopback() {
+    fn the_cookie_is_secure_off_loopback_unless_told_otherwise() {
         let parts = |host: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(HOST, HeaderValue::from_str(host).unwrap());
             headers
         };
-        assert!(!cookie("v", &parts("127.0.0.1:8080")).contains("Secure"));
-        assert!(!cookie("v", &parts("localhost:8080")).contains("Secure"));
-        assert!(cookie("v", &parts("edi.example.com")).contains("; Secure"));
-        assert!(cookie("v", &parts("10.0.0.5:8080")).contains("HttpOnly; SameSite=Strict"));
+        let sessions = |secure| Sessions::new(vec![1; 32], None, None, secure);
+        let auto = sessions(CookieSecure::Auto);
+        assert!(!auto.cookie("v", &parts("127.0.0.1:8080")).contains("Secure"));
+        assert!(!auto.cookie("v", &parts("localhost:8080")).contains("Secure"));
+        assert!(auto.cookie("v", &parts("edi.example.com")).contains("; Secure"));
+        assert!(auto.cookie("v", &parts("10.0.0.5:8080")).contains("HttpOnly; SameSite=Strict"));
+        assert!(sessions(CookieSecure::Always).cookie("v", &parts("localhost")).contains("; Secure"));
+        assert!(!sessions(CookieSecure::Never).cookie("v", &parts("edi.example.com")).contains("Secure"));
     }
 }

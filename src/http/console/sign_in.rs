@@ -119,6 +119,14 @@ pub async fn sign_in(
         // Too large (413), or not a form: nothing was compared.
         Err(rejection) => return page(&ctx, rejection.status(), Some("That was not a sign-in form."), ""),
     };
+    if let Some(plain) = plain_http_origin(&ctx, &headers) {
+        let message = format!(
+            "This console was reached over plain HTTP ({plain}), where the browser drops the session \
+             cookie, which is Secure. Reach it over HTTPS, or start the server with \
+             --console-cookie-secure never (only on a network you trust)."
+        );
+        return page(&ctx, StatusCode::BAD_REQUEST, Some(&message), &form.next);
+    }
     let remote = Some(remote.ip());
     if token_guesses_allowed(&ctx, remote).is_err() {
         let wait = Some("Too many failed sign-ins from this address: wait a minute before trying again.");
@@ -150,10 +158,17 @@ pub async fn sign_in(
         Err(error) => return Failure::Api(ApiError::Store(error)).into_response(),
     };
     let mut response = Redirect::to(console_path(&form.next).unwrap_or("/console/")).into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&session::cookie(&value, &headers)) {
+    if let Ok(cookie) = HeaderValue::from_str(&ctx.console.cookie(&value, &headers)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// The browser's origin when it is plain HTTP and the session cookie would be `Secure`: the browser
+/// would drop the cookie, and every page would send it back to sign in, without a word.
+fn plain_http_origin<'h>(ctx: &ApiContext, headers: &'h HeaderMap) -> Option<&'h str> {
+    let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
+    (origin.starts_with("http://") && ctx.console.secure_for(headers)).then_some(origin)
 }
 
 pub async fn sign_out(State(ctx): State<ApiContext>, Confirmed(session): Confirmed) -> Response {

@@ -501,7 +501,53 @@ async fn a_plain_http_console_says_why_instead_of_looping(backend: Backend) {
     h.finish().await;
 }
 
+/// An invoice's page, as an accountant checks a booking: every figure of the hand-verified EDIFACT
+/// sample with the segment it was read from, its parties, tax, lines, and links from its
+/// interchange.
+async fn an_invoice_page_shows_each_booked_value_with_its_segment(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let partner = json!({"id": "mueller", "name": "Mueller", "senders": ["edifact:14:4000001000005"]});
+    let mueller = register(&h, partner).await;
+    let booked = post_with_key(&h, &mueller.api_key, fixture("edifact/invoic-d96a.edi")).await;
+    assert_eq!(booked.status, 201, "{}", booked.text);
+    let (interchange, invoice) = (booked.json()["id"].clone(), booked.json()["invoices"][0]["id"].clone());
+    let (interchange, invoice) = (interchange.as_str().unwrap(), invoice.as_str().unwrap());
+    let mut browser = Browser::new(&h);
+    browser.sign_in(ADMIN).await;
+    let (status, _, page) = browser.get(&format!("/console/invoices/{invoice}")).await;
+    assert_eq!(status, 200, "{page}");
+    // Segment positions count from UNB (1): BGM 3, DTM 4, RFF 5, NAD 6 and 7, CUX 8, LIN 9 and 14,
+    // IMD 10 and 15, QTY 11 and 16, MOA+203 12 and 17, PRI 13 and 18, MOA+77 23, TAX 24.
+    for expected in [
+        r#"<tr><th>Number</th><td class="mono">RE-2026-0042</td><td class="num">3</td></tr>"#,
+        r#"<tr><th>Issue date</th><td class="mono">2026-03-17</td><td class="num">4</td></tr>"#,
+        r#"<tr><th>Purchase order</th><td class="mono">PO-RE-2026-0042</td><td class="num">5</td></tr>"#,
+        r#"<tr><th>Currency</th><td class="mono">EUR</td><td class="num">8</td></tr>"#,
+        r#"<tr><th>Total</th><td class="mono">86.28</td><td class="num">23</td></tr>"#,
+        r#"<tr><th>Tax total</th><td class="mono">13.78</td><td class="num">22</td></tr>"#,
+        r#"<tr><th>Document</th><td class="mono">M1</td><td class="num">2</td></tr>"#,
+        r#"<tr><th>Seller</th><td>Mueller + Soehne GmbH</td><td class="mono">9</td><td class="mono">4000001000005</td><td class="num">6</td></tr>"#,
+        r#"<tr><th>Buyer</th><td>O'Brien Handel</td><td class="mono">9</td><td class="mono">4000002000004</td><td class="num">7</td></tr>"#,
+        r#"<td>VAT</td><td>—</td><td class="num">19</td><td class="num">72.50</td><td class="num">13.78</td><td class="num">24</td>"#,
+        r#"<td class="num">1</td><td class="mono">EN:4012345000009 </td><td>Rohstoff</td><td class="num">10</td><td>—</td><td class="num">3.25 net</td><td class="num">32.50</td>"#,
+        "line 9, quantity 11, price 13, amount 12, description 10",
+        "line 14, quantity 16, price 18, amount 17, description 15",
+        &format!(r#"href="/console/interchanges/{interchange}""#),
+    ] {
+        assert!(page.contains(expected), "{expected} in {page}");
+    }
+    let (_, _, detail) = browser.get(&format!("/console/interchanges/{interchange}")).await;
+    assert!(
+        detail.contains(&format!(r#"<a href="/console/invoices/{invoice}">RE-2026-0042</a>"#)),
+        "{detail}"
+    );
+    assert_eq!(browser.get("/console/invoices/not-a-uuid").await.0, 400);
+    assert_eq!(browser.get(&format!("/console/invoices/{interchange}")).await.0, 404, "no such invoice");
+    h.finish().await;
+}
+
 both_backends!(
+    an_invoice_page_shows_each_booked_value_with_its_segment,
     a_plain_http_console_says_why_instead_of_looping,
     named_operators_sign_in_and_their_sessions_end_everywhere,
     wrong_passwords_lock_the_name_until_reset,

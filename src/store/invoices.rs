@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::filter::Conditions;
 use super::tables::{InvoiceRow, LineRow};
 use super::{Store, StoreError};
+use crate::edi::Warning;
 use crate::edi::invoice::{DocumentKind, Invoice, InvoiceLine, Party, PriceKind};
 use crate::inbox::Delivery;
 use crate::inbox::outbox::{AccountingState, AccountingStatus};
@@ -28,7 +29,35 @@ pub struct InvoiceFilter {
     pub limit: u32,
 }
 
+/// The document an invoice was booked from, and what its interchange's answer warned about it.
+pub struct InvoiceFindings {
+    /// ST02 / UNH 0062.
+    pub document: String,
+    /// The position of its ST / UNH segment.
+    pub position: i32,
+    pub warnings: Vec<Warning>,
+}
+
 impl Store {
+    /// [`InvoiceFindings`] of an invoice: read from its document's row and its interchange's stored
+    /// answer, whose warnings stay there even when its lists are read from rows.
+    pub async fn invoice_findings(&self, invoice_id: Uuid) -> Result<Option<InvoiceFindings>, StoreError> {
+        const SQL: &str = "SELECT d.control_number, d.position, x.response_body FROM invoices i \
+            JOIN documents d ON d.id = i.document_id JOIN inbox x ON x.id = d.inbox_id WHERE i.id = $1";
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            #[serde(default)]
+            warnings: Vec<Warning>,
+        }
+        let row: Option<(String, i32, String)> =
+            on_pool!(self, pool => sqlx::query_as(SQL).bind(invoice_id).fetch_optional(pool).await?);
+        let Some((document, position, answer)) = row else { return Ok(None) };
+        let answer: Answer = serde_json::from_str(&answer)
+            .map_err(|e| StoreError::Corrupt(format!("a stored answer: {e}")))?;
+        let warnings = answer.warnings.into_iter().filter(|warning| warning.document == document).collect();
+        Ok(Some(InvoiceFindings { document, position, warnings }))
+    }
+
     pub async fn invoice(&self, id: Uuid) -> Result<Option<InvoiceResource>, StoreError> {
         let filter = InvoiceFilter { cursor: None, limit: 1, ..InvoiceFilter::default() };
         let invoices = self.load_invoices(&filter, Some(id)).await?;

@@ -87,7 +87,7 @@ pub use console::{ActivityCount, RefusalGroup};
 pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
 use filter::Conditions;
-pub use invoices::InvoiceFilter;
+pub use invoices::{InvoiceFilter, InvoiceFindings};
 pub use operators::ConsoleSession;
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
 pub use partners::DeliveryAttempt;

@@ -63,10 +63,14 @@ pub async fn list(
                 @for entry in &found.items {
                     tr {
                         td { (when(entry.created_at)) }
-                        td.mono { (entry.invoice_id) }
+                        td.mono { a href={ "/console/invoices/" (entry.invoice_id) } { (entry.invoice_id) } }
                         td { (entry.destination) }
                         td.num { (entry.attempts) }
-                        td { (when(entry.next_attempt_at)) }
+                        td { @match entry.status {
+                            AccountingStatus::Pending => (when(entry.next_attempt_at)),
+                            // Dead, delivered or discarded: nothing is attempted any more.
+                            _ => "—",
+                        } }
                         td { (entry.last_error.as_deref().unwrap_or_default()) }
                         td.mono { (entry.reference.as_deref().unwrap_or_default()) }
                         td {

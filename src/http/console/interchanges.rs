@@ -206,7 +206,7 @@ pub async fn detail(
                             td { (document.kind) }
                             td.mono { (document.control_number) }
                             td.num { (document.position) }
-                            td.mono { @if let Some(invoice) = document.invoice_id { (invoice) } }
+                            td.mono { @if let Some(invoice) = document.invoice_id { a href={ "/console/invoices/" (invoice) } { (invoice) } } }
                         }
                     }
                 }
@@ -222,7 +222,7 @@ pub async fn detail(
             tbody {
                 @for invoice in &invoices.items {
                     tr {
-                        td.mono { (invoice.invoice.number) }
+                        td.mono { a href={ "/console/invoices/" (invoice.id) } { (invoice.invoice.number) } }
                         td { (invoice.invoice.issue_date) }
                         td { (party(&invoice.invoice.seller)) }
                         td { (party(&invoice.invoice.buyer)) }

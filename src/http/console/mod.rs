@@ -6,6 +6,7 @@
 mod accounting;
 mod audit;
 mod interchanges;
+mod invoices;
 mod overview;
 mod partners;
 mod quarantine;
@@ -40,6 +41,7 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/interchanges", get(interchanges::list))
         .route("/console/interchanges/{id}", get(interchanges::detail))
         .route("/console/interchanges/{id}/payload", get(interchanges::payload))
+        .route("/console/invoices/{id}", get(invoices::detail))
         .route("/console/quarantine", get(quarantine::list))
         .route("/console/quarantine/{id}", get(quarantine::detail))
         .route("/console/quarantine/{id}/payload", get(quarantine::payload))

@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -15,7 +16,7 @@ use super::extract::{Id, Params};
 use super::problem::ApiError;
 use super::representation::{Representation, ack_media_type};
 use super::{ApiContext, PageQuery, non_empty, page_limit};
-use crate::edi::PartyId;
+use crate::edi::{PartyId, Standard};
 use crate::inbox::Status;
 use crate::inbox::resource::{
     IdempotencyKey, InterchangeAnswer, InterchangeResource, InterchangeSummary, Page,
@@ -126,6 +127,18 @@ fn rejected_resource(row: StoredInterchange) -> Result<InterchangeResource, ApiE
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct InterchangeQuery {
+    /// Search: an invoice number, a purchase order, a control number or its first digits (leading
+    /// zeros aside: `1142` finds `000001142`), a sender id, or an invoice total as stated (`8000.00`).
+    #[param(min_length = 1)]
+    q: Option<String>,
+    /// Only interchanges from one of this partner's sender identities.
+    #[param(min_length = 1)]
+    partner: Option<String>,
+    standard: Option<Standard>,
+    /// Received at or after (RFC 3339).
+    received_from: Option<DateTime<Utc>>,
+    /// Received before (RFC 3339).
+    received_before: Option<DateTime<Utc>>,
     /// Sender id (ISA06 / UNB S002 id), without qualifier.
     #[param(min_length = 1)]
     sender: Option<String>,
@@ -142,8 +155,9 @@ pub struct InterchangeQuery {
 
 /// List interchanges, newest first.
 ///
-/// Filter by sender, control number and status; page with `cursor`. Each shows how often its key
-/// was delivered.
+/// Search (`q`) and filter by partner, sender, control number, standard, status and arrival time;
+/// page with `cursor`. Each shows its partner, its first invoice and how often its key was
+/// delivered.
 #[utoipa::path(
     get,
     path = "/v1/interchanges",
@@ -159,12 +173,16 @@ pub async fn list_interchanges(
     Params(query): Params<InterchangeQuery>,
 ) -> Result<Json<Page<InterchangeSummary>>, ApiError> {
     let filter = InterchangeFilter {
+        q: non_empty("q", query.q)?,
+        partner: non_empty("partner", query.partner)?,
+        standard: query.standard,
+        received_from: query.received_from,
+        received_before: query.received_before,
         sender: non_empty("sender", query.sender)?,
         control_number: non_empty("control_number", query.control_number)?,
         status: query.status,
         cursor: query.cursor,
         limit: page_limit(query.limit)?,
-        ..InterchangeFilter::default()
     };
     Ok(Json(ctx.store.interchanges(&filter).await?))
 }

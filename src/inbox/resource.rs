@@ -202,6 +202,18 @@ pub struct InterchangeSummary {
     pub deliveries: i64,
     /// The latest of those deliveries.
     pub last_delivery_at: Option<DateTime<Utc>>,
+    /// The partner whose sender identity it came from (none in open mode for an unregistered
+    /// sender).
+    pub partner_id: Option<String>,
+    /// How many invoices were booked from it.
+    pub invoice_count: i64,
+    /// Its first invoice (by id): number, total as stated and currency.
+    #[schema(example = "INV-1042")]
+    pub first_invoice_number: Option<String>,
+    #[schema(example = "8000.00")]
+    pub first_invoice_total: Option<String>,
+    #[schema(example = "USD")]
+    pub first_invoice_currency: Option<String>,
 }
 
 /// One page of a list; pass `next_cursor` as `cursor` to get the next one.

@@ -109,4 +109,9 @@ from_row!(InterchangeSummary, |row| Ok(InterchangeSummary {
     received_at: row.try_get("received_at")?,
     deliveries: row.try_get("deliveries")?,
     last_delivery_at: row.try_get("last_delivery_at")?,
+    partner_id: row.try_get("partner_id")?,
+    invoice_count: row.try_get("invoice_count")?,
+    first_invoice_number: row.try_get("first_invoice_number")?,
+    first_invoice_total: row.try_get("first_invoice_total")?,
+    first_invoice_currency: row.try_get("first_invoice_currency")?,
 }));

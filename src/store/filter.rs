@@ -10,6 +10,8 @@ use uuid::Uuid;
 /// A value a condition compares with.
 pub(super) enum Value<'a> {
     Text(&'a str),
+    /// Text made from what was asked (a search range's ends).
+    Owned(String),
     Id(Uuid),
     Time(DateTime<Utc>),
 }
@@ -32,10 +34,10 @@ impl From<DateTime<Utc>> for Value<'_> {
     }
 }
 
-/// One condition: the SQL before its value, the value, the SQL after it (closing a sub-select).
+/// One condition: each value with the SQL before it, then the SQL after the last (closing a
+/// sub-select).
 struct Condition<'a> {
-    before: &'static str,
-    value: Value<'a>,
+    parts: Vec<(&'static str, Value<'a>)>,
     after: &'static str,
 }
 
@@ -59,7 +61,15 @@ impl<'a> Conditions<'a> {
         after: &'static str,
     ) -> Self {
         if let Some(value) = value {
-            self.given.push(Condition { before, value: value.into(), after });
+            self.given.push(Condition { parts: vec![(before, value.into())], after });
+        }
+        self
+    }
+
+    /// One condition of several values: each with the SQL before it, then `after`.
+    pub fn and_all(mut self, parts: Vec<(&'static str, Value<'a>)>, after: &'static str) -> Self {
+        if !parts.is_empty() {
+            self.given.push(Condition { parts, after });
         }
         self
     }
@@ -82,12 +92,16 @@ impl<'a> Conditions<'a> {
     {
         let mut query = QueryBuilder::new(select.concat());
         for (n, condition) in self.given.iter().enumerate() {
-            query.push(if n == 0 { " WHERE " } else { " AND " }).push(condition.before);
-            match condition.value {
-                Value::Text(text) => query.push_bind(text),
-                Value::Id(id) => query.push_bind(id),
-                Value::Time(time) => query.push_bind(time),
-            };
+            query.push(if n == 0 { " WHERE " } else { " AND " });
+            for (before, value) in &condition.parts {
+                query.push(*before);
+                match value {
+                    Value::Text(text) => query.push_bind(*text),
+                    Value::Owned(text) => query.push_bind(text.as_str()),
+                    Value::Id(id) => query.push_bind(*id),
+                    Value::Time(time) => query.push_bind(*time),
+                };
+            }
             query.push(condition.after);
         }
         query.push(" ORDER BY ").push(order);

@@ -66,6 +66,7 @@ mod purge;
 mod quarantine;
 mod replays;
 mod rows;
+mod search;
 mod sns;
 mod sqlite;
 mod tables;
@@ -256,6 +257,10 @@ pub struct StoredInterchange {
 /// Filters of `GET /v1/interchanges`.
 #[derive(Debug, Default)]
 pub struct InterchangeFilter {
+    /// What a person types into a search box: an invoice number, a purchase order, a control
+    /// number or its first digits (leading zeros aside: `1142` finds `000001142`), a sender id, or
+    /// an invoice total as stated (`8000.00`).
+    pub q: Option<String>,
     pub sender: Option<String>,
     pub control_number: Option<String>,
     pub status: Option<Status>,
@@ -487,9 +492,17 @@ impl Store {
             (SELECT COUNT(*) FROM deliveries d WHERE d.source = inbox.source AND d.message_id = inbox.message_id) \
                 AS deliveries, \
             (SELECT MAX(d.received_at) FROM deliveries d WHERE d.source = inbox.source \
-                AND d.message_id = inbox.message_id) AS last_delivery_at \
+                AND d.message_id = inbox.message_id) AS last_delivery_at, \
+            (SELECT p.partner_id FROM partner_identities p WHERE p.role = 'sender' AND p.identity = inbox.source \
+                LIMIT 1) AS partner_id, \
+            (SELECT COUNT(*) FROM invoices i WHERE i.inbox_id = inbox.id) AS invoice_count, \
+            (SELECT i.number FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) AS first_invoice_number, \
+            (SELECT CAST(i.total AS TEXT) FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
+                AS first_invoice_total, \
+            (SELECT i.currency FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
+                AS first_invoice_currency \
             FROM inbox";
-        let conditions = Conditions::default()
+        let conditions = search::interchanges(Conditions::default(), filter.q.as_deref())
             .and("sender_id = ", filter.sender.as_deref())
             .and("control_number = ", filter.control_number.as_deref())
             .and("status = ", filter.status.map(Status::as_str))

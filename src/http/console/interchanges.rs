@@ -5,7 +5,7 @@
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{NaiveDate, NaiveTime};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use maud::{Markup, html};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -25,6 +25,9 @@ const LISTED: u32 = 200;
 
 #[derive(Deserialize, Default)]
 pub struct Shown {
+    /// The search box: see `InterchangeFilter::q`.
+    #[serde(default, deserialize_with = "optional")]
+    q: Option<String>,
     #[serde(default, deserialize_with = "optional")]
     partner: Option<String>,
     #[serde(default, deserialize_with = "optional")]
@@ -33,29 +36,77 @@ pub struct Shown {
     status: Option<Status>,
     #[serde(default, deserialize_with = "optional")]
     control_number: Option<String>,
-    /// Received on or after this day (UTC).
+    /// Received at or after this moment (UTC; a day alone is its first moment).
     #[serde(default, deserialize_with = "optional")]
-    from: Option<NaiveDate>,
-    /// Received on or before this day (UTC).
+    from: Option<Moment>,
+    /// Received at or before this moment (UTC; a day alone is all of it, a minute all of it).
     #[serde(default, deserialize_with = "optional")]
-    to: Option<NaiveDate>,
+    to: Option<Moment>,
     #[serde(default, deserialize_with = "optional")]
     cursor: Option<Uuid>,
 }
 
 impl Shown {
-    /// The query string of these filters on another page (`cursor` replaced).
-    fn with_cursor(&self, cursor: Uuid) -> String {
+    /// The query string of these filters on another page (`cursor` replaced; none: the first).
+    fn with_cursor(&self, cursor: Option<Uuid>) -> String {
         let mut pairs = url_pairs();
         let text = |value: &Option<String>| value.clone().unwrap_or_default();
+        pairs.append_pair("q", &text(&self.q));
         pairs.append_pair("partner", &text(&self.partner));
         pairs.append_pair("standard", self.standard.map_or("", Standard::as_str));
         pairs.append_pair("status", self.status.map_or("", Status::as_str));
         pairs.append_pair("control_number", &text(&self.control_number));
-        pairs.append_pair("from", &self.from.map(|d| d.to_string()).unwrap_or_default());
-        pairs.append_pair("to", &self.to.map(|d| d.to_string()).unwrap_or_default());
-        pairs.append_pair("cursor", &cursor.to_string());
+        pairs.append_pair("from", &self.from.map(|m| m.text()).unwrap_or_default());
+        pairs.append_pair("to", &self.to.map(|m| m.text()).unwrap_or_default());
+        if let Some(cursor) = cursor {
+            pairs.append_pair("cursor", &cursor.to_string());
+        }
         pairs.finish()
+    }
+}
+
+/// A moment a person gives in a filter: a day (`2026-12-06`) or a minute of it
+/// (`2026-12-06T07:30`, what a `datetime-local` input sends; seconds allowed), in UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moment {
+    start: NaiveDateTime,
+    /// Whether only the day was given.
+    day: bool,
+}
+
+impl Moment {
+    /// Its first instant.
+    fn start(self) -> DateTime<Utc> {
+        self.start.and_utc()
+    }
+
+    /// The first instant after it: the next day, or the next minute.
+    fn end(self) -> Option<DateTime<Utc>> {
+        let step = if self.day { chrono::Duration::days(1) } else { chrono::Duration::minutes(1) };
+        self.start.checked_add_signed(step).map(|end| end.and_utc())
+    }
+
+    /// As the filter's input shows it.
+    fn text(self) -> String {
+        if self.day { self.start.date().to_string() } else { self.start.format("%Y-%m-%dT%H:%M").to_string() }
+    }
+}
+
+impl<'de> Deserialize<'de> for Moment {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Moment, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if let Ok(day) = NaiveDate::parse_from_str(&text, "%Y-%m-%d") {
+            return Ok(Moment { start: day.and_time(NaiveTime::MIN), day: true });
+        }
+        ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
+            .iter()
+            .find_map(|format| NaiveDateTime::parse_from_str(&text, format).ok())
+            .map(|start| Moment { start: start.with_second(0).unwrap_or(start), day: false })
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "{text:?} is neither a day (YYYY-MM-DD) nor a minute (YYYY-MM-DDTHH:MM)"
+                ))
+            })
     }
 }
 
@@ -69,14 +120,14 @@ pub async fn list(
     Query(notice): Query<Notice>,
     Filters(filters): Filters<Shown>,
 ) -> Result<Response, Failure> {
-    let midnight = |day: NaiveDate| day.and_time(NaiveTime::MIN).and_utc();
     let filter = InterchangeFilter {
+        q: filters.q.clone(),
         partner: filters.partner.clone(),
         standard: filters.standard,
         status: filters.status,
         control_number: filters.control_number.clone(),
-        received_from: filters.from.map(midnight),
-        received_before: filters.to.and_then(|day| day.succ_opt()).map(midnight),
+        received_from: filters.from.map(Moment::start),
+        received_before: filters.to.and_then(Moment::end),
         cursor: filters.cursor,
         limit: PAGE,
         ..InterchangeFilter::default()
@@ -86,6 +137,8 @@ pub async fn list(
     let content = html! {
         h1 { "Interchanges" }
         form.filters method="get" action="/console/interchanges" {
+            label { "Search" input type="search" name="q" value=[filters.q.as_deref()]
+                placeholder="invoice, PO, control number, sender, total"; }
             label { "Partner" select name="partner" {
                 option value="" { "any" }
                 @for partner in &partners {
@@ -105,15 +158,16 @@ pub async fn list(
                 }
             } }
             label { "Control number" input name="control_number" value=[filters.control_number.as_deref()]; }
-            label { "Received from" input type="date" name="from" value=[filters.from.map(|d| d.to_string())]; }
-            label { "to" input type="date" name="to" value=[filters.to.map(|d| d.to_string())]; }
+            label { "Received from" input type="datetime-local" name="from" value=[filters.from.map(Moment::text)]; }
+            label { "to" input type="datetime-local" name="to" value=[filters.to.map(Moment::text)]; }
             button.primary type="submit" { "Filter" }
             a href="/console/interchanges" { "Clear" }
         }
         (table(&found.items))
         @if found.items.is_empty() { p.muted { "No interchange matches." } }
-        @if let Some(cursor) = found.next_cursor {
-            p.pager { a href={ "/console/interchanges?" (filters.with_cursor(cursor)) } { "Older →" } }
+        p.pager {
+            @if filters.cursor.is_some() { a href={ "/console/interchanges?" (filters.with_cursor(None)) } { "← Newest" } " " }
+            @if let Some(cursor) = found.next_cursor { a href={ "/console/interchanges?" (filters.with_cursor(Some(cursor))) } { "Older →" } }
         }
     };
     Ok(page("Interchanges", Tab::Interchanges, &session, &notice, content))
@@ -123,15 +177,21 @@ pub async fn list(
 pub fn table(items: &[InterchangeSummary]) -> Markup {
     html! {
         table #interchanges {
-            thead { tr { th { "Received" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th.num { "Deliveries" } th { "Last delivery" } } }
+            thead { tr { th { "Received" } th { "Partner" } th { "Sender" } th { "Control number" } th { "Standard" } th { "Status" } th { "Invoices" } th.num { "Total" } th.num { "Deliveries" } th { "Last delivery" } } }
             tbody {
                 @for item in items {
                     tr {
                         td { (when(item.received_at)) }
+                        td { (item.partner_id.as_deref().unwrap_or("—")) }
                         td { (item.sender_id) }
                         td { a.mono href={ "/console/interchanges/" (item.id) } { (item.control_number) } }
                         td { (item.standard.as_str()) }
                         td class={ "status-" (item.status.as_str()) } { (item.status.as_str()) }
+                        td.mono { (item.first_invoice_number.as_deref().unwrap_or("—"))
+                            @if item.invoice_count > 1 { " +" (item.invoice_count - 1) " more" } }
+                        td.num { @if item.invoice_count == 1 {
+                            (item.first_invoice_total.as_deref().unwrap_or_default()) " " (item.first_invoice_currency.as_deref().unwrap_or_default())
+                        } }
                         td.num { (item.deliveries) }
                         td { @if let Some(at) = item.last_delivery_at { (when(at)) } }
                     }

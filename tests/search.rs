@@ -1,0 +1,109 @@
+//! Finding interchanges as an operator does, over real HTTP on SQLite and PostgreSQL: the search
+//! text (`q`, the console's search box and `GET /v1/interchanges`) by invoice number, purchase order,
+//! the first digits of a control number, sender and total; arrival time to the minute; and what a
+//! listed interchange shows of its partner and invoices.
+
+mod common;
+
+use common::partners::{ADMIN, admin, post_with_key, register, secured};
+use common::{Backend, Harness, fixture, numbered};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// The control numbers `GET /v1/interchanges?{query}` lists, sorted.
+async fn found(h: &Harness, query: &str) -> Vec<String> {
+    let listed = admin(h, Method::GET, &format!("/v1/interchanges?{query}"), None).await;
+    assert_eq!(listed.status, 200, "{query}: {}", listed.text);
+    let mut controls: Vec<String> = listed.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["control_number"].as_str().unwrap().to_owned())
+        .collect();
+    controls.sort();
+    controls
+}
+
+async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    for body in [
+        fixture("x12/810-single.edi"),
+        fixture("x12/810-two-invoices-00501.edi"),
+        numbered(11_420),
+        numbered(5),
+    ] {
+        assert_eq!(post_with_key(&h, &acme.api_key, body).await.status, 201);
+    }
+    let all = ["000000005", "000001142", "000001143", "000011420"];
+    for (q, expected) in [
+        ("1142", vec!["000001142", "000011420"]),
+        ("000001142", vec!["000001142", "000011420"]),
+        ("11420", vec!["000011420"]),
+        ("INV-2002", vec!["000001143"]),
+        ("INV-1042", vec!["000000005", "000001142", "000011420"]),
+        ("PO-2001", vec!["000001143"]),
+        ("604.97", vec!["000001143"]),
+        ("8000.00", vec!["000000005", "000001142", "000011420"]),
+        ("ACMESUPPLY", all.to_vec()),
+        ("777", vec![]),
+    ] {
+        assert_eq!(found(&h, &format!("q={q}")).await, expected, "q={q}");
+    }
+    assert_eq!(
+        found(&h, "q=1142&status=processed&partner=acme&standard=x12").await,
+        ["000001142", "000011420"]
+    );
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    assert!(found(&h, &format!("received_from={tomorrow}")).await.is_empty());
+    assert_eq!(found(&h, &format!("received_before={tomorrow}")).await, all);
+    admin(&h, Method::GET, "/v1/interchanges?q=", None).await.assert_problem(400, "invalid-request");
+
+    // A listed interchange names its partner and its invoices.
+    let listed = admin(&h, Method::GET, "/v1/interchanges?q=PO-2001", None).await.json();
+    let item: &Value = &listed["items"][0];
+    assert_eq!(
+        (
+            &item["partner_id"],
+            &item["invoice_count"],
+            &item["first_invoice_number"],
+            &item["first_invoice_total"]
+        ),
+        (&json!("acme"), &json!(2), &json!("INV-2001"), &json!("309.21")),
+        "{item}"
+    );
+
+    // The console's search box and its time of day.
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in =
+        client.post(h.app.url("/console/sign-in")).form(&[("token", ADMIN)]).send().await.unwrap();
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let page = |query: String| {
+        let request =
+            client.get(h.app.url(&format!("/console/interchanges?{query}"))).header("cookie", &cookie);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let listed = page("q=1142".into()).await;
+    assert!(
+        listed.contains("000001142") && listed.contains("000011420") && !listed.contains("000001143"),
+        "{listed}"
+    );
+    assert!(listed.contains(">acme<") && listed.contains("INV-1042"), "partner and invoice shown: {listed}");
+    let now = chrono::Utc::now();
+    let minute = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%dT%H:%M").to_string();
+    let later = page(format!("from={}", minute(now + chrono::Duration::minutes(2)))).await;
+    assert!(!later.contains("000001142"), "nothing arrived after that minute: {later}");
+    let around =
+        page(format!("from={}&to={}", minute(now - chrono::Duration::minutes(5)), minute(now))).await;
+    assert!(around.contains("000001142") && around.contains("000001143"), "{around}");
+    let bad = client
+        .get(h.app.url("/console/interchanges?from=noon"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    h.finish().await;
+}
+
+both_backends!(search_finds_interchanges_by_what_a_person_remembers);

@@ -280,7 +280,79 @@ async fn the_backlog_is_shown_to_operators_only(backend: Backend) {
     h.finish().await;
 }
 
+/// The dead letters of `h`, as the admin API lists them.
+async fn dead_letters(h: &Harness) -> Vec<Value> {
+    admin_get(h, "/v1/admin/outbox?status=dead&limit=500").await.json()["items"].as_array().unwrap().clone()
+}
+
+/// Fifty invoices the accounting API refused are retried at once from the console, by their shared
+/// error; a bulk discard waits on a confirmation page listing what it drops; each action is in the
+/// audit under the session's actor.
+async fn the_console_retries_fifty_dead_letters_at_once_and_confirms_a_discard(backend: Backend) {
+    let accounting = Accounting::start().await;
+    accounting.script(std::iter::repeat_n(Mode::Fail(422), 50));
+    let h = Harness::with_accounting(backend, with_admin(), &relaying(&accounting, &[])).await;
+    for n in 0..50 {
+        assert_eq!(h.app.post(numbered(3_000 + n), "application/edi-x12").await.status, 201);
+    }
+    let dead = eventually(async || dead_letters(&h).await, |dead| dead.len() == 50).await;
+    assert_eq!(dead.len(), 50);
+    let error = dead[0]["last_error"].as_str().unwrap().to_owned();
+    assert!(dead.iter().all(|letter| letter["last_error"] == json!(error)), "one error: {dead:?}");
+
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in =
+        client.post(h.app.url("/console/sign-in")).form(&[("token", ADMIN)]).send().await.unwrap();
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let get = async |path: &str| {
+        let answer = client.get(h.app.url(path)).header("cookie", &cookie).send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    };
+    let post = async |path: &str, form: &[(&str, &str)]| {
+        let answer = client.post(h.app.url(path)).header("cookie", &cookie).form(form).send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    };
+    let (_, page) = get("/console/accounting").await;
+    assert!(page.contains(r#"<td class="num">50</td>"#), "the group of 50: {page}");
+    let start = page.find(r#"name="csrf" value=""#).unwrap() + r#"name="csrf" value=""#.len();
+    let csrf = page[start..start + 64].to_owned();
+    let (status, _) = post("/console/bulk/dead-letters/retry", &[("group", error.as_str())]).await;
+    assert_eq!(status, 403, "no CSRF token: forged");
+    let (status, results) =
+        post("/console/bulk/dead-letters/retry", &[("csrf", &csrf), ("group", &error)]).await;
+    assert_eq!(status, 200, "{results}");
+    assert!(results.contains("Retry: 50 of 50 dead letters"), "{results}");
+    assert_eq!(results.matches(r#"class="status-pending""#).count(), 50, "one result per letter");
+    let booked = accounting.wait_for_bookings(50, Duration::from_secs(30)).await;
+    assert_eq!(booked.len(), 50, "every retried letter delivered");
+    let audit = admin_get(&h, "/v1/admin/audit?actor=console:admin-token&limit=500").await.json();
+    let retried =
+        audit["items"].as_array().unwrap().iter().filter(|row| row["action"] == "outbox.retry").count();
+    assert_eq!(retried, 50);
+
+    accounting.script([Mode::Fail(422), Mode::Fail(422)]);
+    for n in 0..2 {
+        assert_eq!(h.app.post(numbered(4_000 + n), "application/edi-x12").await.status, 201);
+    }
+    let dead = eventually(async || dead_letters(&h).await, |dead| dead.len() == 2).await;
+    let ids: Vec<String> = dead.iter().map(|letter| letter["id"].as_str().unwrap().to_owned()).collect();
+    let chosen = [("csrf", csrf.as_str()), ("id", &ids[0]), ("id", &ids[1])];
+    let (status, asked) = post("/console/bulk/dead-letters/discard", &chosen).await;
+    assert_eq!(status, 200);
+    assert!(
+        asked.contains("Discard 2 dead letters?") && asked.contains(&ids[0]) && asked.contains(&ids[1]),
+        "{asked}"
+    );
+    assert_eq!(dead_letters(&h).await.len(), 2, "nothing is discarded before it is confirmed");
+    let confirmed = [chosen.as_slice(), &[("confirmed", "yes")]].concat();
+    let (status, results) = post("/console/bulk/dead-letters/discard", &confirmed).await;
+    assert!(status == 200 && results.contains("Discard: 2 of 2 dead letters"), "{results}");
+    assert!(dead_letters(&h).await.is_empty());
+    h.finish().await;
+}
+
 both_backends!(
+    the_console_retries_fifty_dead_letters_at_once_and_confirms_a_discard,
     the_backlog_is_shown_to_operators_only,
     every_invoice_is_booked_once,
     without_an_accounting_api_nothing_is_queued,

@@ -70,6 +70,7 @@ mod search;
 mod sns;
 mod sqlite;
 mod tables;
+mod waiting;
 mod written;
 
 use std::sync::Arc;
@@ -95,6 +96,7 @@ pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
 pub use quarantine::{HeldPayload, Hold, QuarantineFilter};
 pub use sns::{SnsStatus, SnsSubscription};
+pub use waiting::WaitingGroup;
 
 /// One of the two supported databases, with what every clone of the store shares: the cache of
 /// processed outcomes, the audit queue, the partner directory and the relay's wake-up call.

@@ -7,6 +7,7 @@ use maud::html;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::bulk::{self, Act, Many};
 use super::session::Session;
 use super::{Confirmed, Done, Failure, Filters, Notice, Tab, action, done, optional, page, when};
 use crate::http::ApiContext;
@@ -46,7 +47,13 @@ pub async fn list(
 ) -> Result<Response, Failure> {
     let status = filters.status.unwrap_or(AccountingStatus::Dead);
     let filter = OutboxFilter { status: Some(status), cursor: filters.cursor, limit: PAGE };
-    let (found, stats) = tokio::try_join!(ctx.store.outbox(&filter), ctx.store.outbox_stats())?;
+    let (found, stats, groups) = tokio::try_join!(
+        ctx.store.outbox(&filter),
+        ctx.store.outbox_stats(),
+        ctx.store.dead_letter_groups()
+    )?;
+    let dead = status == AccountingStatus::Dead;
+    const ACTS: [Act; 2] = [Act::Retry, Act::Discard];
     let content = html! {
         h1 { "Accounting" }
         p { (stats.pending) " waiting, " (stats.dead) " dead"
@@ -57,11 +64,24 @@ pub async fn list(
                 " "
             }
         }
-        table #outbox data-refresh {
-            thead { tr { th { "Written" } th { "Invoice" } th { "Destination" } th.num { "Attempts" } th { "Next attempt" } th { "Last error" } th { "Reference" } th { "" } } }
+        @if dead && !groups.is_empty() {
+            h2 { "Dead letters by error" }
+            table #groups {
+                thead { tr { th { "Last error" } th.num { "Dead letters" } th { "" } } }
+                tbody { @for group in &groups { tr {
+                    td { @if group.key.is_empty() { "(none kept)" } @else { (group.key) } }
+                    td.num { (group.count) }
+                    td { (bulk::group_actions(Many::DeadLetters, &ACTS, &group.key, &session)) }
+                } } }
+            }
+            (bulk::controls(Many::DeadLetters, &ACTS, &session))
+        }
+        table #outbox data-refresh[!dead] {
+            thead { tr { @if dead { th { "" } } th { "Written" } th { "Invoice" } th { "Destination" } th.num { "Attempts" } th { "Next attempt" } th { "Last error" } th { "Reference" } th { "" } } }
             tbody {
                 @for entry in &found.items {
                     tr {
+                        @if dead { td { (bulk::checkbox(entry.id, &session)) } }
                         td { (when(entry.created_at)) }
                         td.mono { a href={ "/console/invoices/" (entry.invoice_id) } { (entry.invoice_id) } }
                         td { (entry.destination) }

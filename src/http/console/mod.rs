@@ -5,6 +5,7 @@
 
 mod accounting;
 mod audit;
+mod bulk;
 mod interchanges;
 mod invoices;
 mod overview;
@@ -52,6 +53,7 @@ pub fn router() -> Router<ApiContext> {
         .route("/console/partners/{id}/{action}", post(partners::act))
         .route("/console/refusals", get(partners::refusals))
         .route("/console/audit", get(audit::list))
+        .route("/console/bulk/{many}/{act}", post(bulk::act))
         .route("/console/assets/console.css", get(|| asset("text/css", include_str!("console.css"))))
         .route("/console/assets/console.js", get(|| asset("text/javascript", include_str!("console.js"))))
         .route("/console/assets/favicon.svg", get(|| asset("image/svg+xml", include_str!("favicon.svg"))))
@@ -188,7 +190,7 @@ pub enum Done {
     Activated,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct Notice {
     #[serde(default, deserialize_with = "known_word")]
     done: Option<Done>,

@@ -8,6 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::bulk::{self, Act, Many};
 use super::session::Session;
 use super::{Confirmed, Done, Failure, Filters, Notice, PageId, Tab, action, done, optional, page, when};
 use crate::edi::diff::{self, Change};
@@ -49,9 +50,11 @@ pub async fn list(
                 .ok_or_else(|| ApiError::BadRequest(format!("no quarantine status {other:?}")))?,
         ),
     };
-    let found =
-        ctx.store.quarantined(&QuarantineFilter { status, cursor: filters.cursor, limit: PAGE }).await?;
+    let filter = QuarantineFilter { status, cursor: filters.cursor, limit: PAGE };
+    let (found, groups) = tokio::try_join!(ctx.store.quarantined(&filter), ctx.store.held_groups())?;
     let shown = status.map_or("all", QuarantineStatus::as_str);
+    let held = status == Some(QuarantineStatus::Held);
+    const ACTS: [Act; 2] = [Act::Release, Act::Discard];
     let content = html! {
         h1 { "Quarantine" }
         p {
@@ -60,11 +63,23 @@ pub async fn list(
                 " "
             }
         }
+        @if held && !groups.is_empty() {
+            h2 { "Held, by reason" }
+            table #groups {
+                thead { tr { th { "Reason" } th.num { "Held" } th { "" } } }
+                tbody { @for group in &groups { tr {
+                    td { (group.key) } td.num { (group.count) }
+                    td { (bulk::group_actions(Many::Held, &ACTS, &group.key, &session)) }
+                } } }
+            }
+            (bulk::controls(Many::Held, &ACTS, &session))
+        }
         table #quarantine {
-            thead { tr { th { "Received" } th { "Partner" } th { "Reason" } th { "Control number" } th { "Problem" } th { "Status" } th { "" } } }
+            thead { tr { @if held { th { "" } } th { "Received" } th { "Partner" } th { "Reason" } th { "Control number" } th { "Problem" } th { "Status" } th { "" } } }
             tbody {
                 @for entry in &found.items {
                     tr {
+                        @if held { td { (bulk::checkbox(entry.id, &session)) } }
                         td { (when(entry.received_at)) }
                         td { (entry.partner_id) }
                         td { (entry.reason.as_str()) }

@@ -1,13 +1,16 @@
 """A person at the operator console, in Debian's Chromium driven by Playwright, against the binary.
 
 The script starts edi-inbox itself (partner authentication, an admin token, SQLite in a temporary
-directory) with a local accounting API (a Python HTTP server) that refuses the first invoice it is
-sent (422, so the outbox message is dead at once) and books everything after it is told to. Then, in
-the browser: sign in as the named operator `olga` (added with `edi-inbox operator add`); see a delivery made meanwhile appear on the overview without reloading; filter
-the interchanges to it; open it and see its invoice and delivery attempts; compare a held conflict
-with its original and release it; discard a held invalid interchange; retry the dead letter once the
-accounting API books again and see it delivered; sign out in one tab and see the other tab say so,
-then sign in again and land on the page asked for. Every step leaves a screenshot in
+directory) with a local accounting API (a Python HTTP server) that refuses every invoice (422, so
+each outbox message is dead at once) until it is told to book, and registers two operators, `olga`
+and `pavel`, with `edi-inbox operator add`. Then, in the browser, as olga: sign in; see a delivery
+made meanwhile appear on the overview without reloading; search by a partial control number and by
+invoice number; filter the interchanges to one, open it and see its invoice and delivery attempts;
+compare a held conflict with its original and release it; discard a held invalid interchange. As
+pavel, in a browser of his own: retry all 50 dead letters at once once the accounting API books,
+and see them delivered. As olga again: see both operators' actions in the audit; sign out in one
+tab and see the other tab say so, then sign in again and land on the page asked for. Then restart
+the server and find the signed-out cookie still refused. Every step leaves a screenshot in
 target/browser/console-*.png. Usage: console.py BINARY. Prints a closing `N passed, N failed` line.
 """
 
@@ -27,7 +30,6 @@ from playwright.sync_api import expect, sync_playwright
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 ADMIN = "console-admin-token"
-OPERATOR_PASSWORD = "olga's long password"
 SHOTS = ROOT / "target" / "browser"
 
 
@@ -62,11 +64,15 @@ def request(address, method, path, body=None, headers=None):
         return error.code, error.read()
 
 
-def add_operator(binary, work):
-    """Registers the operator `olga` on the server's database, as an administrator would."""
-    subprocess.run([binary, "--database-url", f"sqlite://{work}/inbox.db", "operator", "add", "olga",
-                    "--password-stdin"], input=OPERATOR_PASSWORD + "\n", text=True, check=True,
+def add_operator(binary, work, name):
+    """Registers an operator on the server's database, as an administrator would."""
+    subprocess.run([binary, "--database-url", f"sqlite://{work}/inbox.db", "operator", "add", name,
+                    "--password-stdin"], input=password_of(name) + "\n", text=True, check=True,
                    capture_output=True)
+
+
+def password_of(name):
+    return f"{name}'s long password"
 
 
 def start(binary, work, accounting_url):
@@ -102,7 +108,8 @@ def main(binary):
     threading.Thread(target=accounting.serve_forever, daemon=True).start()
     work = pathlib.Path(tempfile.mkdtemp(prefix="edi-inbox-console-"))
     server, address = start(binary, work, f"http://127.0.0.1:{accounting.server_port}/invoices")
-    add_operator(binary, work)
+    add_operator(binary, work, "olga")
+    add_operator(binary, work, "pavel")
     try:
         admin = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
         status, body = request(address, "POST", "/v1/admin/partners", json.dumps({
@@ -121,6 +128,8 @@ def main(binary):
         assert deliver("810-single.edi")[0] == 201  # refused by the accounting API: a dead letter
         assert deliver("810-single-conflict.edi")[0] == 202  # held: conflicts with the first
         assert deliver("invalid-se-count.edi", (b"000001142", b"000007001"))[0] == 202  # held: invalid
+        for n in range(47):  # refused by the accounting API too: 47 more dead letters
+            assert deliver("810-single.edi", (b"000001142", f"0000090{n:02d}".encode()))[0] == 201
 
         SHOTS.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as playwright:
@@ -135,7 +144,7 @@ def main(binary):
                 page.goto(f"{base}/")
                 expect(page).to_have_url(f"{base}/sign-in")
                 page.fill("#name", "olga")
-                page.fill("#password", OPERATOR_PASSWORD)
+                page.fill("#password", password_of("olga"))
                 page.screenshot(path=str(SHOTS / "console-sign-in.png"))
                 page.click("text=Sign in >> nth=0")
                 expect(page.locator("h1")).to_have_text("Overview")
@@ -147,6 +156,20 @@ def main(binary):
                 expect(page.locator("#latest")).to_contain_text("000008123", timeout=15000)
                 page.screenshot(path=str(SHOTS / "console-overview.png"), full_page=True)
             check("a fresh delivery appears on the overview by itself", fresh_delivery_appears)
+
+            def search():
+                page.click("nav >> text=Interchanges")
+                page.fill("input[name=q]", "8123")  # a partial control number
+                page.click("form.filters button[type=submit]")
+                expect(page.locator("#interchanges tbody tr")).to_have_count(1)
+                expect(page.locator("#interchanges")).to_contain_text("000008123")
+                page.fill("input[name=q]", "INV-1042")  # an invoice number: every 810 delivered
+                page.click("form.filters button[type=submit]")
+                expect(page.locator("#interchanges tbody tr", has_text="INV-1042").first).to_be_visible()
+                expect(page.locator("#interchanges")).to_contain_text("000008123")
+                page.screenshot(path=str(SHOTS / "console-search.png"))
+                page.goto(f"{base}/interchanges")
+            check("search by a partial control number and by invoice number", search)
 
             def filter_and_open():
                 page.click("nav >> text=Interchanges")
@@ -193,35 +216,52 @@ def main(binary):
                 assert len(json.loads(body)["items"]) == 1, body
             check("discard a held invalid interchange, once confirmed", discard_invalid)
 
-            def retry_dead_letter():
-                page.click("nav >> text=Accounting")
-                # Every invoice booked so far was refused: the two delivered and the released one.
-                dead = page.locator("#outbox tbody tr", has_text="ledger period 2026-03 is closed")
-                expect(dead).to_have_count(3, timeout=15000)
-                Accounting.books = True
-                dead.first.locator("text=Retry").click()
-                expect(page.locator(".notice")).to_contain_text("Queued again")
-                for _ in range(50):
-                    page.goto(f"{base}/accounting?status=delivered")
-                    if page.locator("#outbox tbody tr", has_text="ACC-").count():
+            def bulk_retry_as_another_operator():
+                # Every invoice booked so far was refused: 49 delivered and the released one.
+                second = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                second.goto(f"{base}/sign-in")
+                second.fill("#name", "pavel")
+                second.fill("#password", password_of("pavel"))
+                second.click("text=Sign in >> nth=0")
+                second.click("nav >> text=Accounting")
+                group = second.locator("#groups tbody tr", has_text="ledger period 2026-03 is closed")
+                for _ in range(75):
+                    if group.count() and "50" in group.locator("td.num").inner_text():
                         break
                     time.sleep(0.2)
-                expect(page.locator("#outbox tbody tr", has_text="ACC-")).to_have_count(1)
-                page.screenshot(path=str(SHOTS / "console-accounting.png"))
-            check("retry a dead letter against the accounting API: delivered", retry_dead_letter)
+                    second.reload()
+                expect(group.locator("td.num")).to_have_text("50")
+                second.screenshot(path=str(SHOTS / "console-accounting.png"))
+                Accounting.books = True
+                group.locator("text=Retry all").click()
+                expect(second.locator("h1")).to_have_text("Retry: 50 of 50 dead letters")
+                expect(second.locator("#results .status-pending")).to_have_count(50)
+                for _ in range(100):
+                    second.goto(f"{base}/accounting?status=delivered")
+                    if second.locator("#outbox tbody tr", has_text="ACC-").count() == 50:
+                        break
+                    time.sleep(0.2)
+                expect(second.locator("#outbox tbody tr", has_text="ACC-")).to_have_count(50)
+                second.context.close()
+            check("a second operator retries all 50 dead letters at once: delivered", bulk_retry_as_another_operator)
 
             def audit_names_the_operator():
                 page.click("nav >> text=Audit")
                 expect(page.locator("#actions tbody tr", has_text="quarantine.release")).to_contain_text("console:olga")
-                expect(page.locator("#actions tbody tr", has_text="outbox.retry")).to_contain_text("dead")
+                retried = page.locator("#actions tbody tr", has_text="outbox.retry")
+                expect(retried.first).to_contain_text("console:pavel")
+                expect(retried.first).to_contain_text("dead")
                 page.screenshot(path=str(SHOTS / "console-audit.png"))
             check("the audit names the operator of each action, with the state before and after",
                   audit_names_the_operator)
+
+            signed_out = []
 
             def sign_out():
                 other = tabs.new_page()
                 other.goto(f"{base}/")
                 expect(other.locator("h1")).to_have_text("Overview")
+                signed_out.extend(cookie for cookie in tabs.cookies() if cookie["name"] == "edi_inbox_console")
                 page.click("text=Sign out")
                 expect(page).to_have_url(f"{base}/sign-in")
                 expect(other.locator("#signed-out")).to_contain_text("Signed out", timeout=15000)
@@ -229,7 +269,7 @@ def main(binary):
                 page.goto(f"{base}/partners")
                 expect(page).to_have_url(f"{base}/sign-in?next=%2Fconsole%2Fpartners")
                 page.fill("#name", "olga")
-                page.fill("#password", OPERATOR_PASSWORD)
+                page.fill("#password", password_of("olga"))
                 page.click("text=Sign in >> nth=0")
                 expect(page).to_have_url(f"{base}/partners")
                 page.screenshot(path=str(SHOTS / "console-signed-out.png"))
@@ -238,6 +278,21 @@ def main(binary):
             def nothing_blocked():
                 assert not blocked, blocked
             check("the Content-Security-Policy blocked nothing the console uses", nothing_blocked)
+
+            # The server restarted on the same database: the signed-out session stays signed out.
+            server.terminate()
+            server.wait(timeout=30)
+            server, address = start(binary, work, f"http://127.0.0.1:{accounting.server_port}/invoices")
+
+            def restart_keeps_the_sign_out():
+                assert signed_out, "the session's cookie was read before signing out"
+                stale = browser.new_context()
+                stale.add_cookies(signed_out)
+                again = stale.new_page()
+                again.goto(f"http://{address}/console/")
+                expect(again).to_have_url(f"http://{address}/console/sign-in")
+                stale.close()
+            check("after a restart the signed-out cookie is still refused", restart_keeps_the_sign_out)
             browser.close()
     finally:
         server.terminate()

@@ -3,7 +3,8 @@
 # loads /swagger-ui/ from the built binary with no internet, runs its JavaScript, and the rendered
 # page must list the API's operations — proof that the UI, its assets and /openapi.json are all
 # served by the binary; then a delivery of each standard is executed through the UI
-# (swagger_ui_delivery.py). Then the operator console (console.py, against a server of its own).
+# (swagger_ui_delivery.py). Then the operator console (console.py, against a server of its own), and
+# Lighthouse's accessibility audit of each console page (accessibility.py).
 # Screenshots go to target/browser/. Prints closing `N passed, N failed` lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,3 +54,13 @@ venv=target/browser-venv
 
 # A person at the operator console: sign in, watch, filter, open, release, discard, retry, sign out.
 "$venv/bin/python" tests/browser/console.py target/debug/edi-inbox
+# Lighthouse's accessibility audit of every console page (npm, pinned, with the same Chromium): 90 at
+# least each.
+if ! command -v npm >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+lighthouse=target/browser-node/node_modules/.bin/lighthouse
+[[ -x $lighthouse ]] && [[ $("$lighthouse" --version 2>/dev/null) == 13.5.0 ]] ||
+  npm install --silent --no-audit --no-fund --prefix target/browser-node lighthouse@13.5.0
+"$venv/bin/python" tests/browser/accessibility.py target/debug/edi-inbox "$lighthouse"

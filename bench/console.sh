@@ -40,8 +40,13 @@ for backend in postgres sqlite; do
   curl -s -o /dev/null -c "$work/cookies" -d "token=$token" "http://$address/console/sign-in"
   some=$(curl -s -b "$work/cookies" "http://$address/console/interchanges" | grep -o '/console/interchanges/[0-9a-f-]*' | head -n 1)
   control=$(curl -s -b "$work/cookies" "http://$address$some" | grep -o 'Control number</th><td class="mono">[0-9]*' | grep -o '[0-9]*$')
+  invoice=$(curl -s -b "$work/cookies" "http://$address$some" | grep -o '/console/invoices/[0-9a-f-]*' | head -n 1)
+  digits=$(sed 's/^0*//' <<<"$control" | cut -c1-4)
+  # The search box: a partial control number (few match), and an invoice number every interchange
+  # of the load has (all match: the worst case).
   for page in / /interchanges "/interchanges?control_number=$control" "/interchanges?status=rejected" \
-    "${some#/console}" /quarantine /accounting /partners /refusals; do
+    "/interchanges?q=$digits" "/interchanges?q=INV-1042" "${some#/console}" "${invoice#/console}" \
+    /quarantine /accounting /partners /refusals /audit; do
     times=()
     for _ in $(seq 1 20); do
       times+=("$(curl -s -o /dev/null -b "$work/cookies" -w '%{http_code} %{time_total}' "http://$address/console$page")")

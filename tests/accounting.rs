@@ -318,6 +318,15 @@ async fn the_console_retries_fifty_dead_letters_at_once_and_confirms_a_discard(b
     let csrf = page[start..start + 64].to_owned();
     let (status, _) = post("/console/bulk/dead-letters/retry", &[("group", error.as_str())]).await;
     assert_eq!(status, 403, "no CSRF token: forged");
+    for (form, why) in [
+        (vec![("csrf", csrf.as_str())], "nothing was selected"),
+        (vec![("csrf", csrf.as_str()), ("id", "not-a-uuid")], "an id is not a UUID"),
+    ] {
+        let (status, page) = post("/console/bulk/dead-letters/retry", &form).await;
+        assert!(status == 400 && page.contains(why), "{status} {page}");
+    }
+    let (status, _) = post("/console/bulk/held/retry", &[("csrf", &csrf), ("id", &error)]).await;
+    assert_eq!(status, 404, "held deliveries are released, not retried");
     let (status, results) =
         post("/console/bulk/dead-letters/retry", &[("csrf", &csrf), ("group", &error)]).await;
     assert_eq!(status, 200, "{results}");

@@ -29,11 +29,11 @@ pub async fn add(
     actor: &Actor,
 ) -> Result<Operator, Error> {
     let hashed = hashed(password).await?;
-    if !store.add_operator(name, role, &hashed, Utc::now()).await? {
+    let Some(added) = store.add_operator(name, role, &hashed, Utc::now()).await? else {
         return Err(Error::Exists(format!("an operator named {name} exists already")));
-    }
+    };
     recorded(store, actor, "operator.add", name, (None, role.as_str())).await;
-    found(store.operators().await?.into_iter().find(|operator| operator.name == *name), name)
+    Ok(added)
 }
 
 /// Disables an operator: its sessions end at once, on every replica, and it cannot sign in.
@@ -78,10 +78,10 @@ pub async fn sign_in(store: &Store, name: &str, password: &str) -> Result<Option
     {
         return Ok(None);
     }
-    let hash = found.as_ref().map(|(_, hash)| hash.clone());
+    let (operator, hash) = found.unzip();
     let password = password.to_owned();
     let right = checked(move || verify(hash.as_deref(), &password)).await?;
-    let Some((operator, _)) = found else { return Ok(None) };
+    let Some(operator) = operator else { return Ok(None) };
     if right {
         if operator.failed_sign_ins > 0 {
             store.record_sign_in(&operator.name, 0, None).await?;

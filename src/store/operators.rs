@@ -36,20 +36,21 @@ struct SessionRow {
 }
 
 impl Store {
-    /// Registers an operator; false when the name is taken.
+    /// Registers an operator and returns it; `None` when the name is taken.
     pub async fn add_operator(
         &self,
         name: &OperatorName,
         role: Role,
         password_hash: &str,
         now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        const SQL: &str = "INSERT INTO operators (name, role, password_hash, created_at, password_changed_at)
-            VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING";
-        let added = on_pool!(self, pool => sqlx::query(SQL)
+    ) -> Result<Option<Operator>, StoreError> {
+        let sql = format!(
+            "INSERT INTO operators (name, role, password_hash, created_at, password_changed_at) \
+             VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {COLUMNS}"
+        );
+        Ok(on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(name.as_str()).bind(role.as_str()).bind(password_hash).bind(now)
-            .execute(pool).await?.rows_affected());
-        Ok(added == 1)
+            .fetch_optional(pool).await?))
     }
 
     /// Every operator, by name.

@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::session::{Refusal, Session};
+use super::session::Session;
 use super::{Failure, Notice, Tab, page};
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
@@ -89,27 +89,28 @@ impl Act {
     }
 }
 
-/// The bulk form: `csrf`, any number of `id`, or a `group`, and `confirmed` once a discard is.
+/// The bulk form: `csrf`, any number of `id` (as sent: read once the form is known to be this
+/// session's), or a `group`, and `confirmed` once a discard is.
 struct BulkForm {
     csrf: String,
-    ids: Vec<Uuid>,
+    ids: Vec<String>,
     group: Option<String>,
     confirmed: bool,
 }
 
 impl BulkForm {
-    fn parse(body: &[u8]) -> Result<BulkForm, Failure> {
+    fn parse(body: &[u8]) -> BulkForm {
         let mut form = BulkForm { csrf: String::new(), ids: Vec::new(), group: None, confirmed: false };
         for (name, value) in form_urlencoded::parse(body) {
             match &*name {
                 "csrf" => form.csrf = value.into_owned(),
-                "id" => form.ids.push(value.parse().map_err(|_| bad("an id is not a UUID"))?),
+                "id" => form.ids.push(value.into_owned()),
                 "group" => form.group = Some(value.into_owned()),
                 "confirmed" => form.confirmed = value == "yes",
                 _ => {}
             }
         }
-        Ok(form)
+        form
     }
 }
 
@@ -126,7 +127,7 @@ pub async fn act(
     let session = Session::from_request_parts(&mut parts, &ctx).await?;
     let body =
         to_bytes(body, FORM_LIMIT).await.map_err(|_| Failure::Api(ApiError::PayloadTooLarge(FORM_LIMIT)))?;
-    let form = BulkForm::parse(&body).map_err(|_| Refusal::Forged)?;
+    let form = BulkForm::parse(&body);
     session.check(&parts.headers, &form.csrf)?;
     session.may_act()?;
     let allowed = matches!(
@@ -136,7 +137,12 @@ pub async fn act(
     if !allowed {
         return Err(Failure::Api(ApiError::NotFound));
     }
-    let mut ids = form.ids.clone();
+    let mut ids: Vec<Uuid> = form
+        .ids
+        .iter()
+        .map(|id| id.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad("an id is not a UUID"))?;
     if let Some(group) = &form.group {
         ids.extend(match many {
             Many::DeadLetters => ctx.store.dead_letters_erring(group, MOST).await?,

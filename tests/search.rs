@@ -106,4 +106,46 @@ async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) 
     h.finish().await;
 }
 
-both_backends!(search_finds_interchanges_by_what_a_person_remembers);
+/// Every page of `GET /v1/interchanges?{query}&limit=2`, followed by `next_cursor`: the control
+/// numbers in the order listed.
+async fn walked(h: &Harness, query: &str) -> Vec<String> {
+    let (mut controls, mut cursor) = (Vec::new(), String::new());
+    loop {
+        let page = admin(h, Method::GET, &format!("/v1/interchanges?{query}&limit=2{cursor}"), None).await;
+        assert_eq!(page.status, 200, "{query}: {}", page.text);
+        let page = page.json();
+        controls
+            .extend(page["items"].as_array().unwrap().iter().map(|item| item["control_number"].to_string()));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return controls,
+        }
+    }
+}
+
+/// A search pages like the plain list, both ways: each lookup stops at a page, and an interchange
+/// two of whose invoices match fills one place of its page, not two.
+async fn a_search_pages_through_every_match_once_both_ways(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    let twice =
+        String::from_utf8(fixture("x12/810-two-invoices-00501.edi")).unwrap().replace("INV-200", "INV-104");
+    let twice = twice.replace("INV-1041", "INV-1042").into_bytes();
+    for body in [numbered(1), numbered(2), twice, numbered(3), numbered(4), numbered(5)] {
+        assert_eq!(post_with_key(&h, &acme.api_key, body).await.status, 201);
+    }
+    let newest = ["000000005", "000000004", "000000003", "000001143", "000000002", "000000001"]
+        .map(|control| format!("\"{control}\""));
+    for q in ["INV-1042", "ACMESUPPLY"] {
+        assert_eq!(walked(&h, &format!("q={q}")).await, newest, "q={q}");
+        let oldest: Vec<String> = newest.iter().rev().cloned().collect();
+        assert_eq!(walked(&h, &format!("q={q}&order=oldest")).await, oldest, "q={q}, oldest first");
+    }
+    assert_eq!(walked(&h, "order=oldest").await.first().map(String::as_str), Some("\"000000001\""));
+    h.finish().await;
+}
+
+both_backends!(
+    search_finds_interchanges_by_what_a_person_remembers,
+    a_search_pages_through_every_match_once_both_ways
+);

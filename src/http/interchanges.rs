@@ -19,7 +19,7 @@ use super::{ApiContext, PageQuery, non_empty, page_limit};
 use crate::edi::{PartyId, Standard};
 use crate::inbox::Status;
 use crate::inbox::resource::{
-    IdempotencyKey, InterchangeAnswer, InterchangeResource, InterchangeSummary, Page,
+    IdempotencyKey, InterchangeAnswer, InterchangeResource, InterchangeSummary, Order, Page,
 };
 use crate::store::{DeliveryAttempt, InterchangeFilter, StoredInterchange};
 
@@ -149,11 +149,13 @@ pub struct InterchangeQuery {
     /// Page size, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
+    /// Newest first (the default) or oldest first.
+    order: Option<Order>,
     /// `next_cursor` of the previous page.
     cursor: Option<Uuid>,
 }
 
-/// List interchanges, newest first.
+/// List interchanges, newest (or oldest) first.
 ///
 /// Search (`q`) and filter by partner, sender, control number, standard, status and arrival time;
 /// page with `cursor`. Each shows its partner, its first invoice and how often its key was
@@ -181,6 +183,7 @@ pub async fn list_interchanges(
         sender: non_empty("sender", query.sender)?,
         control_number: non_empty("control_number", query.control_number)?,
         status: query.status,
+        order: query.order.unwrap_or_default(),
         cursor: query.cursor,
         limit: page_limit(query.limit)?,
     };

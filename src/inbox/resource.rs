@@ -233,6 +233,34 @@ impl<T> Page<T> {
     }
 }
 
+/// Which way a list runs over its time-ordered ids.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The newest first (the default).
+    #[default]
+    Newest,
+    /// The oldest first.
+    Oldest,
+}
+
+impl Order {
+    /// The other way: a page before a cursor is read this way, then turned round.
+    pub fn reversed(self) -> Order {
+        match self {
+            Order::Newest => Order::Oldest,
+            Order::Oldest => Order::Newest,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Newest => "newest",
+            Order::Oldest => "oldest",
+        }
+    }
+}
+
 /// The answer to an interchange whose every document is of a type its partner declared naturally
 /// idempotent: read and checked, audited, but not claimed in the inbox and not stored.
 #[derive(Clone, Debug, Serialize, ToSchema)]

@@ -16,6 +16,24 @@ pub(super) enum Value<'a> {
     Time(DateTime<Utc>),
 }
 
+impl Value<'_> {
+    /// Binds the value onto `query`.
+    pub fn push_to<DB>(&self, query: &mut QueryBuilder<DB>)
+    where
+        DB: Database,
+        for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+        for<'t> Uuid: Encode<'t, DB> + Type<DB>,
+        for<'t> DateTime<Utc>: Encode<'t, DB> + Type<DB>,
+    {
+        match self {
+            Value::Text(text) => query.push_bind(*text),
+            Value::Owned(text) => query.push_bind(text.as_str()),
+            Value::Id(id) => query.push_bind(*id),
+            Value::Time(time) => query.push_bind(*time),
+        };
+    }
+}
+
 impl<'a> From<&'a str> for Value<'a> {
     fn from(text: &'a str) -> Value<'a> {
         Value::Text(text)
@@ -34,10 +52,11 @@ impl From<DateTime<Utc>> for Value<'_> {
     }
 }
 
-/// One condition: each value with the SQL before it, then the SQL after the last (closing a
+/// One condition: the SQL before its value, the value, then the SQL after it (closing a
 /// sub-select).
 struct Condition<'a> {
-    parts: Vec<(&'static str, Value<'a>)>,
+    before: &'static str,
+    value: Value<'a>,
     after: &'static str,
 }
 
@@ -61,15 +80,7 @@ impl<'a> Conditions<'a> {
         after: &'static str,
     ) -> Self {
         if let Some(value) = value {
-            self.given.push(Condition { parts: vec![(before, value.into())], after });
-        }
-        self
-    }
-
-    /// One condition of several values: each with the SQL before it, then `after`.
-    pub fn and_all(mut self, parts: Vec<(&'static str, Value<'a>)>, after: &'static str) -> Self {
-        if !parts.is_empty() {
-            self.given.push(Condition { parts, after });
+            self.given.push(Condition { before, value: value.into(), after });
         }
         self
     }
@@ -91,23 +102,28 @@ impl<'a> Conditions<'a> {
         for<'t> i64: Encode<'t, DB> + Type<DB>,
     {
         let mut query = QueryBuilder::new(select.concat());
-        for (n, condition) in self.given.iter().enumerate() {
-            query.push(if n == 0 { " WHERE " } else { " AND " });
-            for (before, value) in &condition.parts {
-                query.push(*before);
-                match value {
-                    Value::Text(text) => query.push_bind(*text),
-                    Value::Owned(text) => query.push_bind(text.as_str()),
-                    Value::Id(id) => query.push_bind(*id),
-                    Value::Time(time) => query.push_bind(*time),
-                };
-            }
-            query.push(condition.after);
-        }
+        self.push_to(&mut query, " WHERE ");
         query.push(" ORDER BY ").push(order);
         if let Some(limit) = limit {
             query.push(" LIMIT ").push_bind(i64::from(limit));
         }
         query
+    }
+
+    /// Pushes the conditions onto `query`, the first after `first` (`" WHERE "`, or `" AND "` after
+    /// conditions of its own), the others after `" AND "`.
+    pub fn push_to<DB>(&self, query: &mut QueryBuilder<DB>, first: &'static str)
+    where
+        DB: Database,
+        for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+        for<'t> Uuid: Encode<'t, DB> + Type<DB>,
+        for<'t> DateTime<Utc>: Encode<'t, DB> + Type<DB>,
+    {
+        for (n, condition) in self.given.iter().enumerate() {
+            query.push(if n == 0 { first } else { " AND " });
+            query.push(condition.before);
+            condition.value.push_to(query);
+            query.push(condition.after);
+        }
     }
 }

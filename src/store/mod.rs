@@ -80,7 +80,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::edi::Standard;
-use crate::inbox::resource::{InterchangeSummary, Page};
+use crate::inbox::resource::{InterchangeSummary, Order, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use actions::OperatorAction;
 pub use audit::{Attempt, AttemptFacts};
@@ -273,6 +273,8 @@ pub struct InterchangeFilter {
     pub received_from: Option<DateTime<Utc>>,
     /// Received before.
     pub received_before: Option<DateTime<Utc>>,
+    /// Which way the list runs; `cursor` is the last id of the page before, that way.
+    pub order: Order,
     pub cursor: Option<Uuid>,
     pub limit: u32,
 }
@@ -485,7 +487,7 @@ impl Store {
         Ok(on_pool!(self, pool => sqlx::query_scalar(SQL).bind(interchange_id).fetch_optional(pool).await?))
     }
 
-    /// Newest first, keyset-paginated on the time-ordered id.
+    /// Newest (or oldest) first, keyset-paginated on the time-ordered id.
     pub async fn interchanges(
         &self,
         filter: &InterchangeFilter,
@@ -504,21 +506,21 @@ impl Store {
             (SELECT i.currency FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
                 AS first_invoice_currency \
             FROM inbox";
-        let conditions = search::interchanges(Conditions::default(), filter.q.as_deref())
-            .and("sender_id = ", filter.sender.as_deref())
-            .and("control_number = ", filter.control_number.as_deref())
-            .and("status = ", filter.status.map(Status::as_str))
-            .and("id < ", filter.cursor)
+        let filters = Conditions::default()
+            .and("inbox.sender_id = ", filter.sender.as_deref())
+            .and("inbox.control_number = ", filter.control_number.as_deref())
+            .and("inbox.status = ", filter.status.map(Status::as_str))
             .and_within(
-                "source IN (SELECT identity FROM partner_identities WHERE role = 'sender' AND partner_id = ",
+                "inbox.source IN (SELECT identity FROM partner_identities WHERE role = 'sender' AND partner_id = ",
                 filter.partner.as_deref(),
                 ")",
             )
-            .and("standard = ", filter.standard.map(Standard::as_str))
-            .and("received_at >= ", filter.received_from)
-            .and("received_at < ", filter.received_before);
-        let items: Vec<InterchangeSummary> = on_pool!(self, pool => conditions
-            .list(&[SELECT], "id DESC", Some(filter.limit)).build_query_as().fetch_all(pool).await?);
+            .and("inbox.standard = ", filter.standard.map(Standard::as_str))
+            .and("inbox.received_at >= ", filter.received_from)
+            .and("inbox.received_at < ", filter.received_before);
+        let search = search::Search::new(filter.q.as_deref());
+        let items: Vec<InterchangeSummary> = on_pool!(self, pool => search
+            .list(SELECT, &filters, filter.order, filter.cursor, filter.limit).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, filter.limit, |item| item.id))
     }
 

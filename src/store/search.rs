@@ -1,36 +1,143 @@
-//! The search box's text as conditions on the interchanges listed (`InterchangeFilter::q`).
+//! An interchange list's statement: its filters, keyset and, for a search text
+//! (`InterchangeFilter::q`), the lookups that find it.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Encode, QueryBuilder, Type};
+use uuid::Uuid;
 
 use super::filter::{Conditions, Value};
+use crate::inbox::resource::Order;
 
-/// `conditions` and, for a search text, the interchanges it finds: its control number starting with
-/// the text (leading zeros aside), or its sender id, or one of its invoices' number, purchase order
-/// or total being the text. A union of index lookups (`inbox_control_digits`, `inbox_sender`,
-/// `invoices_number`, `invoices_purchase_order`, `invoices_total_text`), never a scan.
-pub(super) fn interchanges<'a>(conditions: Conditions<'a>, q: Option<&'a str>) -> Conditions<'a> {
-    let Some(q) = q else { return conditions };
-    let digits = q.trim_start_matches('0');
-    let mut parts: Vec<(&'static str, Value<'a>)> = Vec::with_capacity(6);
-    match prefix_range(digits) {
-        (from, _) if from.is_empty() => {
-            parts.push(("id IN (SELECT id FROM inbox WHERE control_number = ", Value::from(q)))
-        }
-        (from, until) => {
-            parts.push((
-                "id IN (SELECT id FROM inbox WHERE ltrim(control_number, '0') >= ",
-                Value::Owned(from),
-            ));
-            if let Some(until) = until {
-                parts.push((" AND ltrim(control_number, '0') < ", Value::Owned(until)));
+/// Where a lookup reads an interchange's id: from `inbox` itself, or from its invoices.
+#[derive(Clone, Copy)]
+enum Key {
+    Inbox,
+    Invoice,
+}
+
+impl Key {
+    /// The lookup's statement up to its own condition.
+    fn select(self) -> &'static str {
+        match self {
+            Key::Inbox => "SELECT inbox.id AS id FROM inbox WHERE ",
+            Key::Invoice => {
+                "SELECT DISTINCT v.inbox_id AS id FROM invoices v JOIN inbox ON inbox.id = v.inbox_id WHERE "
             }
         }
     }
-    parts.extend([
-        (" UNION SELECT id FROM inbox WHERE sender_id = ", Value::from(q)),
-        (" UNION SELECT inbox_id FROM invoices WHERE number = ", Value::from(q)),
-        (" UNION SELECT inbox_id FROM invoices WHERE purchase_order = ", Value::from(q)),
-        (" UNION SELECT inbox_id FROM invoices WHERE CAST(total AS TEXT) = ", Value::from(q)),
-    ]);
-    conditions.and_all(parts, ")")
+
+    /// Past the cursor, the way the list runs (on the column the lookup's index is ordered by).
+    fn past(self, order: Order) -> &'static str {
+        match (self, order) {
+            (Key::Inbox, Order::Newest) => " AND inbox.id < ",
+            (Key::Inbox, Order::Oldest) => " AND inbox.id > ",
+            (Key::Invoice, Order::Newest) => " AND v.inbox_id < ",
+            (Key::Invoice, Order::Oldest) => " AND v.inbox_id > ",
+        }
+    }
+
+    fn ordered(self, order: Order) -> &'static str {
+        match (self, order) {
+            (Key::Inbox, Order::Newest) => " ORDER BY inbox.id DESC LIMIT ",
+            (Key::Inbox, Order::Oldest) => " ORDER BY inbox.id ASC LIMIT ",
+            (Key::Invoice, Order::Newest) => " ORDER BY v.inbox_id DESC LIMIT ",
+            (Key::Invoice, Order::Oldest) => " ORDER BY v.inbox_id ASC LIMIT ",
+        }
+    }
+}
+
+/// One index lookup of a search text: where it reads, and its condition.
+struct Lookup<'a> {
+    key: Key,
+    parts: Vec<(&'static str, Value<'a>)>,
+}
+
+/// A search text as lookups of the interchanges it finds: its control number starting with the
+/// text (leading zeros aside), or its sender id, or one of its invoices' number, purchase order or
+/// total being the text. Each reads an index in the list's order (`inbox_control_digits`,
+/// `inbox_sender`, `invoices_number_inbox`, `invoices_purchase_order`, `invoices_total_text`).
+pub(super) struct Search<'a> {
+    lookups: Vec<Lookup<'a>>,
+}
+
+impl<'a> Search<'a> {
+    /// No lookups without a text: the list reads `inbox` alone.
+    pub fn new(q: Option<&'a str>) -> Search<'a> {
+        let Some(q) = q else { return Search { lookups: Vec::new() } };
+        let control = match prefix_range(q.trim_start_matches('0')) {
+            (from, _) if from.is_empty() => vec![("inbox.control_number = ", Value::from(q))],
+            (from, until) => {
+                let mut parts = vec![("ltrim(inbox.control_number, '0') >= ", Value::Owned(from))];
+                if let Some(until) = until {
+                    parts.push((" AND ltrim(inbox.control_number, '0') < ", Value::Owned(until)));
+                }
+                parts
+            }
+        };
+        let one = |key, before| Lookup { key, parts: vec![(before, Value::from(q))] };
+        Search {
+            lookups: vec![
+                Lookup { key: Key::Inbox, parts: control },
+                one(Key::Inbox, "inbox.sender_id = "),
+                one(Key::Invoice, "v.number = "),
+                one(Key::Invoice, "v.purchase_order = "),
+                one(Key::Invoice, "CAST(v.total AS TEXT) = "),
+            ],
+        }
+    }
+
+    /// `select` (of `inbox`, ending in `FROM inbox`) for one page: the interchanges `filters` keep,
+    /// past `cursor` the way `order` runs, at most `limit`. With a text, each lookup reads its index
+    /// in that order under the same filters and stops at `limit` ids, so a text every interchange
+    /// matches costs one page per lookup, not a pass over all of them.
+    pub fn list<DB>(
+        &self,
+        select: &'static str,
+        filters: &Conditions<'_>,
+        order: Order,
+        cursor: Option<Uuid>,
+        limit: u32,
+    ) -> QueryBuilder<DB>
+    where
+        DB: Database<Arguments: Default>,
+        for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+        for<'t> Uuid: Encode<'t, DB> + Type<DB>,
+        for<'t> DateTime<Utc>: Encode<'t, DB> + Type<DB>,
+        for<'t> i64: Encode<'t, DB> + Type<DB>,
+    {
+        let mut query = QueryBuilder::new(select);
+        if self.lookups.is_empty() {
+            query.push(" WHERE TRUE");
+            filters.push_to(&mut query, " AND ");
+            push_past(&mut query, Key::Inbox, order, cursor);
+        } else {
+            query.push(" WHERE id IN (");
+            for (n, lookup) in self.lookups.iter().enumerate() {
+                query.push(if n == 0 { "SELECT id FROM (" } else { " UNION SELECT id FROM (" });
+                query.push(lookup.key.select());
+                for (before, value) in &lookup.parts {
+                    query.push(*before);
+                    value.push_to(&mut query);
+                }
+                filters.push_to(&mut query, " AND ");
+                push_past(&mut query, lookup.key, order, cursor);
+                query.push(lookup.key.ordered(order)).push_bind(i64::from(limit)).push(") AS found");
+            }
+            query.push(")");
+        }
+        query.push(Key::Inbox.ordered(order)).push_bind(i64::from(limit));
+        query
+    }
+}
+
+fn push_past<DB>(query: &mut QueryBuilder<DB>, key: Key, order: Order, cursor: Option<Uuid>)
+where
+    DB: Database,
+    for<'t> Uuid: Encode<'t, DB> + Type<DB>,
+{
+    if let Some(cursor) = cursor {
+        query.push(key.past(order)).push_bind(cursor);
+    }
 }
 
 /// The range of text that starts with `prefix` in any collation that orders digits and letters

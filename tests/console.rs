@@ -546,7 +546,46 @@ async fn an_invoice_page_shows_each_booked_value_with_its_segment(backend: Backe
     h.finish().await;
 }
 
+/// The overview's figures count what arrived, per partner and outcome, in the last hour and day.
+async fn the_overview_counts_what_arrived_per_partner_and_outcome(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    for body in [common::numbered(1), common::numbered(2), common::numbered(1)] {
+        post_with_key(&h, &acme.api_key, body).await;
+    }
+    let mut browser = Browser::new(&h);
+    browser.sign_in(ADMIN).await;
+    let card = |figure: &str, label: &str| {
+        format!(
+            r#"<div class="card"><div class="figure">{figure}</div><div class="label">{label}</div></div>"#
+        )
+    };
+    let row = |outcome: &str, count: u32| {
+        format!(r#"<td>acme</td><td>{outcome}</td><td class="num">{count}</td><td class="num">{count}</td>"#)
+    };
+    // The replay's audit row is written in the background: within a few flushes.
+    let mut page = String::new();
+    for _ in 0..50 {
+        page = browser.get("/console/").await.2;
+        if page.contains(&card("3", "deliveries, last hour")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for expected in [
+        card("3", "deliveries, last hour"),
+        card("3", "deliveries, last 24 h"),
+        card("33.3 %", "replay ratio, 24 h"),
+        row("recorded", 2),
+        row("replayed", 1),
+    ] {
+        assert!(page.contains(&expected), "{expected} in {page}");
+    }
+    h.finish().await;
+}
+
 both_backends!(
+    the_overview_counts_what_arrived_per_partner_and_outcome,
     an_invoice_page_shows_each_booked_value_with_its_segment,
     a_plain_http_console_says_why_instead_of_looping,
     named_operators_sign_in_and_their_sessions_end_everywhere,

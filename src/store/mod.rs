@@ -85,7 +85,7 @@ use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use actions::OperatorAction;
 pub use audit::{Attempt, AttemptFacts};
 pub use confirmed::CommitNotices;
-pub use console::{ActivityCount, RefusalGroup};
+pub use console::{Activity, ActivityCount, RefusalGroup};
 pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
 use filter::Conditions;
@@ -132,6 +132,8 @@ struct Shared {
     /// The latest backlog figures and when they were read: probes and scrapes read them at most
     /// once per [`outbox::STATS_TTL`].
     outbox_stats: std::sync::Mutex<Option<(std::time::Instant, OutboxStats)>>,
+    /// The overview's counts of past hours.
+    activity: console::ActivityCache,
 }
 
 /// The audit row of a first delivery, written by the statement that records it: the request's facts
@@ -301,6 +303,7 @@ impl Store {
             directory: partners::DirectoryCache::new(options.partner_cache_ttl),
             outbox_written: tokio::sync::Notify::new(),
             outbox_stats: std::sync::Mutex::default(),
+            activity: console::ActivityCache::default(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
         if let Db::Postgres(postgres) = &db {

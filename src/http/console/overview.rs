@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 use std::collections::BTreeMap;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
 use super::interchanges;
@@ -49,7 +49,7 @@ pub async fn show(
     let held = QuarantineFilter { status: Some(QuarantineStatus::Held), cursor: None, limit: HELD_COUNTED };
     let latest = InterchangeFilter { limit: 10, ..InterchangeFilter::default() };
     let (activity, outbox, storage, held, latest) = tokio::try_join!(
-        store.activity(now, HOURS),
+        store.activity(now),
         store.outbox_stats(),
         store.storage_stats(),
         store.quarantined(&held),
@@ -57,10 +57,11 @@ pub async fn show(
     )?;
     // (partner, outcome) -> (last hour, last 24 h), in that order.
     let mut per_partner: BTreeMap<(&str, &str), (i64, i64)> = BTreeMap::new();
-    for row in &activity {
-        let counts = per_partner.entry((&row.partner_id, &row.outcome)).or_default();
-        counts.0 += if row.hours_ago <= 0 { row.count } else { 0 };
-        counts.1 += row.count;
+    for row in &activity.last_hour {
+        per_partner.entry((&row.partner_id, &row.outcome)).or_default().0 += row.count;
+    }
+    for row in &activity.hours {
+        per_partner.entry((&row.partner_id, &row.outcome)).or_default().1 += row.count;
     }
     let total = |pick: fn(&(i64, i64)) -> i64| {
         per_partner
@@ -95,7 +96,7 @@ pub async fn show(
             (card(&storage.interchanges.to_string(), &format!("interchanges stored (oldest payload {oldest_payload})")))
         }
         h2 { "Deliveries per hour, last 24 h" }
-        (chart(&activity))
+        (chart(&activity.hours, now))
         section #latest data-refresh {
             h2 { "Latest interchanges" }
             (interchanges::table(&latest.items))
@@ -122,13 +123,15 @@ fn card(figure: &str, label: &str) -> Markup {
     html! { div.card { div.figure { (figure) } div.label { (label) } } }
 }
 
-/// Stacked bars of the deliveries (refusals are not), one per hour, oldest left.
-fn chart(activity: &[ActivityCount]) -> Markup {
+/// Stacked bars of the deliveries (refusals are not), one per clock hour, oldest left, the
+/// current hour (so far) right.
+fn chart(hours: &[ActivityCount], now: DateTime<Utc>) -> Markup {
     const WIDTH: i64 = 960;
     const HEIGHT: i64 = 160;
     let mut stacks = vec![[0i64; SERIES.len()]; HOURS as usize];
-    for count in activity.iter().filter(|count| !count.outcome.starts_with("refused: ")) {
-        if let Ok(ago) = usize::try_from(count.hours_ago.max(0))
+    for count in hours.iter().filter(|count| !count.outcome.starts_with("refused: ")) {
+        let hours_ago = (now - count.hour).num_hours();
+        if let Ok(ago) = usize::try_from(hours_ago.max(0))
             && let Some(stack) = stacks.get_mut(ago)
         {
             stack[series(&count.outcome)] += count.count;
@@ -151,7 +154,8 @@ fn chart(activity: &[ActivityCount]) -> Markup {
             svg viewBox={ "0 0 " (WIDTH) " " (HEIGHT + 16) } role="img" aria-label="Deliveries per hour over the last 24 hours" {
                 @for (index, x, y, height, count, ago) in bars {
                     rect class=(SERIES[index].0) x=(x) y=(y) width=(slot - 4) height=(height) {
-                        title { (count) " " (SERIES[index].1) ", " (ago) " h ago" }
+                        title { (count) " " (SERIES[index].1) ", the hour from "
+                            ((now - chrono::Duration::hours(ago)).format("%H:00")) " UTC" }
                     }
                 }
                 text x="2" y="10" { (highest) }

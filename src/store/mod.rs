@@ -523,7 +523,7 @@ impl Store {
             .and("inbox.received_at < ", filter.received_before);
         let search = search::Search::new(filter.q.as_deref());
         let items: Vec<InterchangeSummary> = on_pool!(self, pool => search
-            .list(SELECT, &filters, filter.order, filter.cursor, filter.limit).build_query_as().fetch_all(pool).await?);
+            .list(SELECT, &filters, filter).build_query_as().fetch_all(pool).await?);
         Ok(Page::new(items, filter.limit, |item| item.id))
     }
 

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
+use super::InterchangeFilter;
 use super::filter::{Conditions, Value};
 use crate::inbox::resource::Order;
 
@@ -87,16 +88,14 @@ impl<'a> Search<'a> {
     }
 
     /// `select` (of `inbox`, ending in `FROM inbox`) for one page: the interchanges `filters` keep,
-    /// past `cursor` the way `order` runs, at most `limit`. With a text, each lookup reads its index
+    /// past the page's `cursor` the way its `order` runs, at most its `limit`. With a text, each lookup reads its index
     /// in that order under the same filters and stops at `limit` ids, so a text every interchange
     /// matches costs one page per lookup, not a pass over all of them.
     pub fn list<DB>(
         &self,
         select: &'static str,
         filters: &Conditions<'_>,
-        order: Order,
-        cursor: Option<Uuid>,
-        limit: u32,
+        page: &InterchangeFilter,
     ) -> QueryBuilder<DB>
     where
         DB: Database<Arguments: Default>,
@@ -105,6 +104,7 @@ impl<'a> Search<'a> {
         for<'t> DateTime<Utc>: Encode<'t, DB> + Type<DB>,
         for<'t> i64: Encode<'t, DB> + Type<DB>,
     {
+        let (order, cursor, limit) = (page.order, page.cursor, page.limit);
         let mut query = QueryBuilder::new(select);
         if self.lookups.is_empty() {
             query.push(" WHERE TRUE");

@@ -145,7 +145,80 @@ async fn a_search_pages_through_every_match_once_both_ways(backend: Backend) {
     h.finish().await;
 }
 
+/// The control numbers a console list page shows, in order, and where its pager's links go.
+fn listed(page: &str) -> (Vec<u32>, Vec<(String, String)>) {
+    let controls = page
+        .split(r#"<a class="mono" href="/console/interchanges/"#)
+        .skip(1)
+        .map(|rest| rest[rest.find('>').unwrap() + 1..rest.find("</a>").unwrap()].parse().unwrap())
+        .collect();
+    let pager = &page[page.find(r#"<p class="pager">"#).expect("a pager")..];
+    let links = pager[..pager.find("</p>").unwrap()]
+        .split(r#"<a href=""#)
+        .skip(1)
+        .map(|link| {
+            let (href, rest) = link.split_once('"').unwrap();
+            (rest[1..rest.find("</a>").unwrap()].to_owned(), href.replace("&amp;", "&"))
+        })
+        .collect();
+    (controls, links)
+}
+
+/// The console's list pages both ways from any page, counts what matches, and sorts either way.
+async fn the_console_list_pages_back_and_forth_and_counts(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    for control in 1..=120 {
+        assert_eq!(post_with_key(&h, &acme.api_key, numbered(control)).await.status, 201);
+    }
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in =
+        client.post(h.app.url("/console/sign-in")).form(&[("token", ADMIN)]).send().await.unwrap();
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let get = |path: String| {
+        let request = client.get(h.app.url(&path)).header("cookie", &cookie);
+        async move {
+            let page = request.send().await.unwrap().text().await.unwrap();
+            (listed(&page), page)
+        }
+    };
+    let follow = |links: &[(String, String)], label: &str| {
+        links
+            .iter()
+            .find(|(text, _)| text == label)
+            .unwrap_or_else(|| panic!("{label} in {links:?}"))
+            .1
+            .clone()
+    };
+    let labels = |links: &[(String, String)]| links.iter().map(|(text, _)| text.clone()).collect::<Vec<_>>();
+    let ((first, links), page) = get("/console/interchanges?q=ACMESUPPLY".into()).await;
+    assert!(page.contains(r#"<p id="matching">120 interchanges</p>"#), "{page}");
+    assert_eq!(first, (71..=120).rev().collect::<Vec<_>>());
+    assert_eq!(labels(&links), ["Older →"]);
+    let ((second, links), _) = get(follow(&links, "Older →")).await;
+    assert_eq!(second, (21..=70).rev().collect::<Vec<_>>());
+    assert_eq!(labels(&links), ["← Newest", "← Newer", "Older →"]);
+    let ((back, back_links), _) = get(follow(&links, "← Newer")).await;
+    assert_eq!((back, labels(&back_links)), (first.clone(), vec!["Older →".to_owned()]), "back at the start");
+    let ((third, links), _) = get(follow(&links, "Older →")).await;
+    assert_eq!(
+        (third, labels(&links)),
+        ((1..=20).rev().collect(), vec!["← Newest".to_owned(), "← Newer".to_owned()])
+    );
+    let ((again, links), _) = get(follow(&links, "← Newer")).await;
+    assert_eq!(
+        (again, labels(&links)),
+        (second, vec!["← Newest".into(), "← Newer".into(), "Older →".into()])
+    );
+    let ((oldest, links), _) = get("/console/interchanges?order=oldest".into()).await;
+    assert_eq!((oldest, labels(&links)), ((1..=50).collect(), vec!["Newer →".to_owned()]));
+    let (_, page) = get("/console/interchanges?q=120".into()).await;
+    assert!(page.contains(r#"<p id="matching">1 interchange</p>"#), "{page}");
+    h.finish().await;
+}
+
 both_backends!(
     search_finds_interchanges_by_what_a_person_remembers,
-    a_search_pages_through_every_match_once_both_ways
+    a_search_pages_through_every_match_once_both_ways,
+    the_console_list_pages_back_and_forth_and_counts
 );

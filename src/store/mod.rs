@@ -80,7 +80,6 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::edi::Standard;
-use crate::inbox::resource::{InterchangeSummary, Order, Page};
 use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use actions::OperatorAction;
 pub use audit::{Attempt, AttemptFacts};
@@ -88,13 +87,13 @@ pub use confirmed::CommitNotices;
 pub use console::{Activity, ActivityCount, RefusalGroup};
 pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
-use filter::Conditions;
 pub use invoices::{InvoiceFilter, InvoiceFindings};
 pub use operators::ConsoleSession;
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
 pub use quarantine::{HeldPayload, Hold, QuarantineFilter};
+pub use search::InterchangeFilter;
 pub use sns::{SnsStatus, SnsSubscription};
 pub use waiting::WaitingGroup;
 
@@ -256,29 +255,6 @@ pub struct StoredInterchange {
     pub received_at: DateTime<Utc>,
     pub processed_at: DateTime<Utc>,
     pub response_body: String,
-}
-
-/// Filters of `GET /v1/interchanges`.
-#[derive(Debug, Default)]
-pub struct InterchangeFilter {
-    /// What a person types into a search box: an invoice number, a purchase order, a control
-    /// number or its first digits (leading zeros aside: `1142` finds `000001142`), a sender id, or
-    /// an invoice total as stated (`8000.00`).
-    pub q: Option<String>,
-    pub sender: Option<String>,
-    pub control_number: Option<String>,
-    pub status: Option<Status>,
-    /// Only interchanges from one of this partner's sender identities.
-    pub partner: Option<String>,
-    pub standard: Option<Standard>,
-    /// Received at or after.
-    pub received_from: Option<DateTime<Utc>>,
-    /// Received before.
-    pub received_before: Option<DateTime<Utc>>,
-    /// Which way the list runs; `cursor` is the last id of the page before, that way.
-    pub order: Order,
-    pub cursor: Option<Uuid>,
-    pub limit: u32,
 }
 
 impl Store {
@@ -488,43 +464,6 @@ impl Store {
         const SQL: &str =
             "SELECT body FROM acks WHERE inbox_id = $1 ORDER BY created_at DESC, control_number DESC LIMIT 1";
         Ok(on_pool!(self, pool => sqlx::query_scalar(SQL).bind(interchange_id).fetch_optional(pool).await?))
-    }
-
-    /// Newest (or oldest) first, keyset-paginated on the time-ordered id.
-    pub async fn interchanges(
-        &self,
-        filter: &InterchangeFilter,
-    ) -> Result<Page<InterchangeSummary>, StoreError> {
-        const SELECT: &str = "SELECT id, status, standard, sender_id, control_number, received_at, \
-            (SELECT COUNT(*) FROM deliveries d WHERE d.source = inbox.source AND d.message_id = inbox.message_id) \
-                AS deliveries, \
-            (SELECT MAX(d.received_at) FROM deliveries d WHERE d.source = inbox.source \
-                AND d.message_id = inbox.message_id) AS last_delivery_at, \
-            (SELECT p.partner_id FROM partner_identities p WHERE p.role = 'sender' AND p.identity = inbox.source \
-                LIMIT 1) AS partner_id, \
-            (SELECT COUNT(*) FROM invoices i WHERE i.inbox_id = inbox.id) AS invoice_count, \
-            (SELECT i.number FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) AS first_invoice_number, \
-            (SELECT CAST(i.total AS TEXT) FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
-                AS first_invoice_total, \
-            (SELECT i.currency FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
-                AS first_invoice_currency \
-            FROM inbox";
-        let filters = Conditions::default()
-            .and("inbox.sender_id = ", filter.sender.as_deref())
-            .and("inbox.control_number = ", filter.control_number.as_deref())
-            .and("inbox.status = ", filter.status.map(Status::as_str))
-            .and_within(
-                "inbox.source IN (SELECT identity FROM partner_identities WHERE role = 'sender' AND partner_id = ",
-                filter.partner.as_deref(),
-                ")",
-            )
-            .and("inbox.standard = ", filter.standard.map(Standard::as_str))
-            .and("inbox.received_at >= ", filter.received_from)
-            .and("inbox.received_at < ", filter.received_before);
-        let search = search::Search::new(filter.q.as_deref());
-        let items: Vec<InterchangeSummary> = on_pool!(self, pool => search
-            .list(SELECT, &filters, filter).build_query_as().fetch_all(pool).await?);
-        Ok(Page::new(items, filter.limit, |item| item.id))
     }
 
     /// Writes the queued audit records, then closes the pool.

@@ -1,13 +1,96 @@
-//! An interchange list's statement: its filters, keyset and, for a search text
-//! (`InterchangeFilter::q`), the lookups that find it.
+//! The interchange list (`GET /v1/interchanges`, the console's list and search box): its filters,
+//! keyset and, for a search text (`InterchangeFilter::q`), the lookups that find it.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
-use super::InterchangeFilter;
 use super::filter::{Conditions, Value};
-use crate::inbox::resource::Order;
+use super::{Store, StoreError};
+use crate::edi::Standard;
+use crate::inbox::Status;
+use crate::inbox::resource::{InterchangeSummary, Order, Page};
+
+/// Filters of `GET /v1/interchanges`.
+#[derive(Clone, Debug, Default)]
+pub struct InterchangeFilter {
+    /// What a person types into a search box: an invoice number, a purchase order, a control
+    /// number or its first digits (leading zeros aside: `1142` finds `000001142`), a sender id, or
+    /// an invoice total as stated (`8000.00`).
+    pub q: Option<String>,
+    pub sender: Option<String>,
+    pub control_number: Option<String>,
+    pub status: Option<Status>,
+    /// Only interchanges from one of this partner's sender identities.
+    pub partner: Option<String>,
+    pub standard: Option<Standard>,
+    /// Received at or after.
+    pub received_from: Option<DateTime<Utc>>,
+    /// Received before.
+    pub received_before: Option<DateTime<Utc>>,
+    /// Which way the list runs; `cursor` is the last id of the page before, that way.
+    pub order: Order,
+    pub cursor: Option<Uuid>,
+    pub limit: u32,
+}
+
+impl Store {
+    /// Newest (or oldest) first, keyset-paginated on the time-ordered id.
+    pub async fn interchanges(
+        &self,
+        filter: &InterchangeFilter,
+    ) -> Result<Page<InterchangeSummary>, StoreError> {
+        const SELECT: &str = "SELECT id, status, standard, sender_id, control_number, received_at, \
+            (SELECT COUNT(*) FROM deliveries d WHERE d.source = inbox.source AND d.message_id = inbox.message_id) \
+                AS deliveries, \
+            (SELECT MAX(d.received_at) FROM deliveries d WHERE d.source = inbox.source \
+                AND d.message_id = inbox.message_id) AS last_delivery_at, \
+            (SELECT p.partner_id FROM partner_identities p WHERE p.role = 'sender' AND p.identity = inbox.source \
+                LIMIT 1) AS partner_id, \
+            (SELECT COUNT(*) FROM invoices i WHERE i.inbox_id = inbox.id) AS invoice_count, \
+            (SELECT i.number FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) AS first_invoice_number, \
+            (SELECT CAST(i.total AS TEXT) FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
+                AS first_invoice_total, \
+            (SELECT i.currency FROM invoices i WHERE i.inbox_id = inbox.id ORDER BY i.id LIMIT 1) \
+                AS first_invoice_currency \
+            FROM inbox";
+        let search = Search::new(filter.q.as_deref());
+        let items: Vec<InterchangeSummary> = on_pool!(self, pool => search
+            .list(SELECT, &Self::interchange_filters(filter), filter).build_query_as().fetch_all(pool).await?);
+        Ok(Page::new(items, filter.limit, |item| item.id))
+    }
+
+    /// How many interchanges `filter` keeps (its cursor aside), counted up to `up_to`: a figure
+    /// beside the list that costs at most `up_to` index entries, however many match.
+    pub async fn interchanges_counted(
+        &self,
+        filter: &InterchangeFilter,
+        up_to: u32,
+    ) -> Result<u32, StoreError> {
+        const COUNT: &str = "SELECT COUNT(*) FROM (SELECT inbox.id FROM inbox";
+        let search = Search::new(filter.q.as_deref());
+        let first = InterchangeFilter { cursor: None, limit: up_to, ..filter.clone() };
+        let counted: i64 = on_pool!(self, pool => search.list(COUNT, &Self::interchange_filters(filter), &first)
+            .push(") AS counted").build_query_scalar().fetch_one(pool).await?);
+        Ok(u32::try_from(counted).unwrap_or(u32::MAX))
+    }
+
+    /// The conditions of an interchange list beside its search text and keyset.
+    fn interchange_filters(filter: &InterchangeFilter) -> Conditions<'_> {
+        Conditions::default()
+            .and("inbox.sender_id = ", filter.sender.as_deref())
+            .and("inbox.control_number = ", filter.control_number.as_deref())
+            .and("inbox.status = ", filter.status.map(Status::as_str))
+            .and_within(
+                "inbox.source IN (SELECT identity FROM partner_identities WHERE role = 'sender' AND partner_id = ",
+                filter.partner.as_deref(),
+                ")",
+            )
+            .and("inbox.standard = ", filter.standard.map(Standard::as_str))
+            .and("inbox.received_at >= ", filter.received_from)
+            .and("inbox.received_at < ", filter.received_before)
+    }
+}
 
 /// Where a lookup reads an interchange's id: from `inbox` itself, or from its invoices.
 #[derive(Clone, Copy)]

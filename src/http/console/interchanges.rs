@@ -17,10 +17,12 @@ use crate::edi::Warning;
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
 use crate::inbox::Status;
-use crate::inbox::resource::{DocumentResource, InterchangeSummary};
+use crate::inbox::resource::{DocumentResource, InterchangeSummary, Order};
 use crate::store::{InterchangeFilter, InvoiceFilter};
 
 const PAGE: u32 = 50;
+/// Matches counted exactly; more show as "more than".
+const COUNTED: u32 = 10_000;
 const LISTED: u32 = 200;
 
 #[derive(Deserialize, Default)]
@@ -42,13 +44,28 @@ pub struct Shown {
     /// Received at or before this moment (UTC; a day alone is all of it, a minute all of it).
     #[serde(default, deserialize_with = "optional")]
     to: Option<Moment>,
+    /// Newest first (the default) or oldest first.
+    #[serde(default, deserialize_with = "optional")]
+    order: Option<Order>,
+    /// The page after this interchange, the way the list runs.
     #[serde(default, deserialize_with = "optional")]
     cursor: Option<Uuid>,
+    /// The page before this interchange (read the other way, then turned round).
+    #[serde(default, deserialize_with = "optional")]
+    before: Option<Uuid>,
+}
+
+/// Where a link goes in the list.
+#[derive(Clone, Copy)]
+enum Place {
+    First,
+    After(Uuid),
+    Before(Uuid),
 }
 
 impl Shown {
-    /// The query string of these filters on another page (`cursor` replaced; none: the first).
-    fn with_cursor(&self, cursor: Option<Uuid>) -> String {
+    /// The query string of these filters at another place of the list.
+    fn at(&self, place: Place) -> String {
         let mut pairs = url_pairs();
         let text = |value: &Option<String>| value.clone().unwrap_or_default();
         pairs.append_pair("q", &text(&self.q));
@@ -58,8 +75,15 @@ impl Shown {
         pairs.append_pair("control_number", &text(&self.control_number));
         pairs.append_pair("from", &self.from.map(|m| m.text()).unwrap_or_default());
         pairs.append_pair("to", &self.to.map(|m| m.text()).unwrap_or_default());
-        if let Some(cursor) = cursor {
-            pairs.append_pair("cursor", &cursor.to_string());
+        pairs.append_pair("order", self.order.unwrap_or_default().as_str());
+        match place {
+            Place::First => {}
+            Place::After(id) => {
+                pairs.append_pair("cursor", &id.to_string());
+            }
+            Place::Before(id) => {
+                pairs.append_pair("before", &id.to_string());
+            }
         }
         pairs.finish()
     }
@@ -120,6 +144,7 @@ pub async fn list(
     Query(notice): Query<Notice>,
     Filters(filters): Filters<Shown>,
 ) -> Result<Response, Failure> {
+    let order = filters.order.unwrap_or_default();
     let filter = InterchangeFilter {
         q: filters.q.clone(),
         partner: filters.partner.clone(),
@@ -128,11 +153,45 @@ pub async fn list(
         control_number: filters.control_number.clone(),
         received_from: filters.from.map(Moment::start),
         received_before: filters.to.and_then(Moment::end),
-        cursor: filters.cursor,
-        limit: PAGE,
+        order: if filters.before.is_some() { order.reversed() } else { order },
+        cursor: filters.before.or(filters.cursor),
+        // Back from a page: one more, to tell whether there is more before it.
+        limit: if filters.before.is_some() { PAGE + 1 } else { PAGE },
         ..InterchangeFilter::default()
     };
-    let (found, partners) = tokio::try_join!(ctx.store.interchanges(&filter), ctx.store.partners())?;
+    let (mut found, counted, partners) = tokio::try_join!(
+        ctx.store.interchanges(&filter),
+        ctx.store.interchanges_counted(&filter, COUNTED + 1),
+        ctx.store.partners()
+    )?;
+    let mut back = filters.before.is_some();
+    if back && found.items.len() < PAGE as usize {
+        // Back at the start: the first page, full.
+        back = false;
+        found =
+            ctx.store.interchanges(&InterchangeFilter { order, cursor: None, limit: PAGE, ..filter }).await?;
+    }
+    let cursor = if back { filters.before } else { filters.cursor.filter(|_| filters.before.is_none()) };
+    let mut items = found.items;
+    let more_before = back && items.len() > PAGE as usize;
+    items.truncate(PAGE as usize);
+    let (first, last) = (items.first().map(|item| item.id), items.last().map(|item| item.id));
+    // The places before and after this page, when there is more that way.
+    let (previous, next) = if back {
+        items.reverse();
+        (last.filter(|_| more_before).map(Place::Before), first.map(Place::After))
+    } else {
+        (cursor.map(|cursor| Place::Before(first.unwrap_or(cursor))), found.next_cursor.map(Place::After))
+    };
+    let (to_first, to_previous, to_next) = match order {
+        Order::Newest => ("← Newest", "← Newer", "Older →"),
+        Order::Oldest => ("← Oldest", "← Older", "Newer →"),
+    };
+    let matching = match counted {
+        1 => "1 interchange".to_owned(),
+        counted if counted > COUNTED => format!("more than {COUNTED} interchanges"),
+        counted => format!("{counted} interchanges"),
+    };
     let selected = |value: &str, current: Option<&str>| current == Some(value);
     let content = html! {
         h1 { "Interchanges" }
@@ -160,14 +219,23 @@ pub async fn list(
             label { "Control number" input name="control_number" value=[filters.control_number.as_deref()]; }
             label { "Received from" input type="datetime-local" name="from" value=[filters.from.map(Moment::text)]; }
             label { "to" input type="datetime-local" name="to" value=[filters.to.map(Moment::text)]; }
+            label { "Order" select name="order" {
+                @for (choice, label) in [(Order::Newest, "newest first"), (Order::Oldest, "oldest first")] {
+                    option value=(choice.as_str()) selected[order == choice] { (label) }
+                }
+            } }
             button.primary type="submit" { "Filter" }
             a href="/console/interchanges" { "Clear" }
         }
-        (table(&found.items))
-        @if found.items.is_empty() { p.muted { "No interchange matches." } }
+        p #matching { (matching) }
+        (table(&items))
+        @if items.is_empty() { p.muted { "No interchange matches here." } }
         p.pager {
-            @if filters.cursor.is_some() { a href={ "/console/interchanges?" (filters.with_cursor(None)) } { "← Newest" } " " }
-            @if let Some(cursor) = found.next_cursor { a href={ "/console/interchanges?" (filters.with_cursor(Some(cursor))) } { "Older →" } }
+            @if previous.is_some() {
+                a href={ "/console/interchanges?" (filters.at(Place::First)) } { (to_first) } " "
+            }
+            @if let Some(previous) = previous { a href={ "/console/interchanges?" (filters.at(previous)) } { (to_previous) } " " }
+            @if let Some(next) = next { a href={ "/console/interchanges?" (filters.at(next)) } { (to_next) } }
         }
     };
     Ok(page("Interchanges", Tab::Interchanges, &session, &notice, content))

@@ -45,6 +45,7 @@ macro_rules! on_pool {
 }
 
 mod actions;
+mod activity;
 mod answers;
 mod audit;
 mod batch;
@@ -82,9 +83,10 @@ use uuid::Uuid;
 use crate::edi::Standard;
 use crate::inbox::{Claim, Delivery, Next, Outcome, Source, Status, decide};
 pub use actions::OperatorAction;
+pub use activity::{Activity, ActivityCount};
 pub use audit::{Attempt, AttemptFacts};
 pub use confirmed::CommitNotices;
-pub use console::{Activity, ActivityCount, RefusalGroup};
+pub use console::RefusalGroup;
 pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
 pub use invoices::{InvoiceFilter, InvoiceFindings};
@@ -132,7 +134,7 @@ struct Shared {
     /// once per [`outbox::STATS_TTL`].
     outbox_stats: std::sync::Mutex<Option<(std::time::Instant, OutboxStats)>>,
     /// The overview's counts of past hours.
-    activity: console::ActivityCache,
+    activity: activity::ActivityCache,
 }
 
 /// The audit row of a first delivery, written by the statement that records it: the request's facts
@@ -279,7 +281,7 @@ impl Store {
             directory: partners::DirectoryCache::new(options.partner_cache_ttl),
             outbox_written: tokio::sync::Notify::new(),
             outbox_stats: std::sync::Mutex::default(),
-            activity: console::ActivityCache::default(),
+            activity: activity::ActivityCache::default(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));
         if let Db::Postgres(postgres) = &db {

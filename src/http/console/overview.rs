@@ -130,7 +130,7 @@ fn chart(hours: &[ActivityCount], now: DateTime<Utc>) -> Markup {
     const HEIGHT: i64 = 160;
     let mut stacks = vec![[0i64; SERIES.len()]; HOURS as usize];
     for count in hours.iter().filter(|count| !count.outcome.starts_with("refused: ")) {
-        let hours_ago = (now - count.hour).num_hours();
+        let hours_ago = (now - count.at).num_hours();
         if let Ok(ago) = usize::try_from(hours_ago.max(0))
             && let Some(stack) = stacks.get_mut(ago)
         {

@@ -19,6 +19,20 @@ stored() { # the exact number of interchanges, from the admin API's pages would 
   fi
 }
 
+# Fetches /console$1 20 times; prints its median and slowest time under the label $2 (default $1).
+measure() {
+  local page=$1 times=()
+  for _ in $(seq 1 20); do
+    times+=("$(curl -s -o /dev/null -b "$work/cookies" -w '%{http_code} %{time_total}' "http://$address/console$page")")
+  done
+  printf '%s\n' "${times[@]}" | awk -v backend="$backend ($(stored "$backend"))" -v page="${2:-$page}" '
+    $1 != 200 { bad = 1 } { t[NR] = $2 * 1000 }
+    END {
+      if (bad) { print "console page " page " did not answer 200" > "/dev/stderr"; exit 1 }
+      n = asort(t); printf "%-9s %-34s %8.1f %8.1f\n", backend, substr(page, 1, 34), t[int((n + 1) / 2)], t[n]
+    }'
+}
+
 printf '%-9s %-34s %8s %8s\n' backend page median_ms max_ms
 for backend in postgres sqlite; do
   if [[ $backend == postgres ]]; then
@@ -44,20 +58,20 @@ for backend in postgres sqlite; do
   digits=$(sed 's/^0*//' <<<"$control" | cut -c1-4)
   # The search box: a partial control number (few match), and an invoice number every interchange
   # of the load has (all match: the worst case).
-  for page in / /interchanges "/interchanges?control_number=$control" "/interchanges?status=rejected" \
-    "/interchanges?q=$digits" "/interchanges?q=INV-1042" "${some#/console}" "${invoice#/console}" \
-    /quarantine /accounting /partners /refusals /audit; do
-    times=()
-    for _ in $(seq 1 20); do
-      times+=("$(curl -s -o /dev/null -b "$work/cookies" -w '%{http_code} %{time_total}' "http://$address/console$page")")
-    done
-    printf '%s\n' "${times[@]}" | awk -v backend="$backend ($(stored "$backend"))" -v page="$page" '
-      $1 != 200 { bad = 1 } { t[NR] = $2 * 1000 }
-      END {
-        if (bad) { print "console page " page " did not answer 200" > "/dev/stderr"; exit 1 }
-        n = asort(t); printf "%-9s %-34s %8.1f %8.1f\n", backend, substr(page, 1, 34), t[int((n + 1) / 2)], t[n]
-      }'
+  loaded=$SECONDS
+  older=$(curl -s -b "$work/cookies" "http://$address/console/interchanges" | grep -o 'cursor=[0-9a-f-]*' | head -n 1)
+  # The overview first while the load's last two minutes are still counted from the database (the
+  # first fetch also counts the rest once), then every other page: lists (with how many match, up to
+  # 10,000), a page back, oldest first, the search box, the detail pages.
+  for page in / /interchanges "/interchanges?$older" "/interchanges?before=${older#cursor=}" \
+    "/interchanges?order=oldest" "/interchanges?control_number=$control" "/interchanges?status=rejected" \
+    "/interchanges?q=$digits" "/interchanges?q=INV-1042" "/interchanges?q=INV-1042&$older" \
+    "${some#/console}" "${invoice#/console}" /quarantine /accounting /partners /refusals /audit; do
+    measure "$page"
   done
+  # The overview once the load's minutes are settled (kept in memory, counted once).
+  sleep $((loaded + 125 - SECONDS > 0 ? loaded + 125 - SECONDS : 0))
+  measure / "/ (2 min after)"
   kill "$server"
   wait "$server" 2>/dev/null || true
   server=

@@ -410,6 +410,22 @@ async fn named_operators_sign_in_and_their_sessions_end_everywhere(backend: Back
     let (_, _, page) = alice.get("/console/").await;
     assert_eq!(alice.post("/console/sign-out", &[("csrf", &csrf(&page))], &[]).await.status(), 303);
     assert_eq!(on(&replica, &alice).get("/console/partners").await.0, 303, "signed out on the other replica");
+    // An action posted after that is not done; signing in goes back to the page it came from.
+    let from = format!("{}/console/partners?q=acme", alice.base);
+    let lost =
+        alice.post("/console/partners/acme/activate", &[("csrf", &csrf(&page))], &[("referer", &from)]).await;
+    assert_eq!(
+        (lost.status().as_u16(), location(&lost)),
+        (303, "/console/sign-in?next=%2Fconsole%2Fpartners%3Fq%3Dacme&lost=true")
+    );
+    let (_, _, sign_in) = alice.get("/console/sign-in?next=%2Fconsole%2Fpartners%3Fq%3Dacme&lost=true").await;
+    assert!(
+        sign_in.contains("so that action was not done: nothing changed")
+            && sign_in.contains(r#"value="/console/partners?q=acme""#),
+        "{sign_in}"
+    );
+    let partner = admin(&h, reqwest::Method::GET, "/v1/admin/partners/acme", None).await.json();
+    assert_eq!(partner["status"], "suspended", "{partner}");
     let Harness { app, db } = h;
     app.stop().await;
     let h = Harness { app: TestApp::start(&database_config(&db.url), &secured()).await, db };

@@ -118,7 +118,9 @@ impl IntoResponse for Refusal {
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let (status, message) = match self {
-            Failure::Refused(Refusal::SignedOut(back)) => return sign_in::to_sign_in(back.as_deref()),
+            Failure::Refused(Refusal::SignedOut { back, lost }) => {
+                return sign_in::to_sign_in(back.as_deref(), lost);
+            }
             Failure::Refused(Refusal::Unavailable(error)) => {
                 return Failure::Api(ApiError::Store(error)).into_response();
             }

@@ -14,9 +14,9 @@
 //! at.
 
 use axum::extract::FromRequestParts;
-use axum::http::header::{COOKIE, HOST, ORIGIN};
+use axum::http::header::{COOKIE, HOST, ORIGIN, REFERER};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use chrono::{DateTime, Duration, Utc};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -57,8 +57,9 @@ pub struct Session {
 /// Why a request of the console is not served.
 #[derive(Debug)]
 pub enum Refusal {
-    /// No valid session: sign in, then come back to this page (a GET's path and query) if any.
-    SignedOut(Option<String>),
+    /// No valid session: sign in, then come back to this page (a GET's path and query, or the
+    /// page an action was posted from) if any; `lost` when an action was not done.
+    SignedOut { back: Option<String>, lost: bool },
     /// A state-changing request without this session's CSRF token, or started by another site.
     Forged,
     /// A viewer's session asked for an action.
@@ -258,9 +259,18 @@ impl FromRequestParts<ApiContext> for Session {
                 return Ok(session);
             }
         }
-        let back =
-            (parts.method == Method::GET).then(|| parts.uri.path_and_query().map(|p| p.as_str().to_owned()));
-        Err(Refusal::SignedOut(back.flatten()))
+        // A GET comes back to itself; an action to the page it was posted from (its `Referer`,
+        // sent within this origin: `Referrer-Policy: same-origin`), to be done again.
+        let lost = parts.method != Method::GET;
+        let back = if lost {
+            let referer = parts.headers.get(REFERER).and_then(|value| value.to_str().ok());
+            referer
+                .and_then(|referer| Uri::try_from(referer).ok())
+                .and_then(|uri| uri.path_and_query().cloned())
+        } else {
+            parts.uri.path_and_query().cloned()
+        };
+        Err(Refusal::SignedOut { back: back.map(|back| back.as_str().to_owned()), lost })
     }
 }
 

@@ -36,14 +36,17 @@ pub struct SignIn {
 }
 
 /// Where a signed-out request is sent: the sign-in page, with the page it wanted.
-pub fn to_sign_in(back: Option<&str>) -> Response {
-    match back.and_then(console_path).filter(|next| *next != "/console/") {
-        Some(next) => {
-            let query: String =
-                form_urlencoded::Serializer::new(String::new()).append_pair("next", next).finish();
-            Redirect::to(&format!("/console/sign-in?{query}")).into_response()
-        }
-        None => Redirect::to("/console/sign-in").into_response(),
+pub fn to_sign_in(back: Option<&str>, lost: bool) -> Response {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    if let Some(next) = back.and_then(console_path).filter(|next| *next != "/console/") {
+        query.append_pair("next", next);
+    }
+    if lost {
+        query.append_pair("lost", "true");
+    }
+    match query.finish() {
+        query if query.is_empty() => Redirect::to("/console/sign-in").into_response(),
+        query => Redirect::to(&format!("/console/sign-in?{query}")).into_response(),
     }
 }
 
@@ -58,7 +61,14 @@ fn console_path(next: &str) -> Option<&str> {
 pub struct Back {
     #[serde(default)]
     next: String,
+    /// An action was refused for want of a session: nothing was done.
+    #[serde(default)]
+    lost: bool,
 }
+
+/// What the sign-in page says when an action was refused for want of a session.
+const LOST: &str = "Your session had ended, so that action was not done: nothing changed. \
+    Sign in to go back to the page, then do it again.";
 
 pub async fn form(
     State(ctx): State<ApiContext>,
@@ -68,7 +78,7 @@ pub async fn form(
     if session.is_ok() {
         return Redirect::to(console_path(&back.next).unwrap_or("/console/")).into_response();
     }
-    page(&ctx, StatusCode::OK, None, &back.next)
+    page(&ctx, StatusCode::OK, back.lost.then_some(LOST), &back.next)
 }
 
 fn page(ctx: &ApiContext, status: StatusCode, error: Option<&str>, next: &str) -> Response {

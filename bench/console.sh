@@ -3,7 +3,8 @@
 # the release binary is filled over HTTP by examples/load.rs (unique first deliveries, then some
 # replays, so the audit trail has both), then every console page is fetched 20 times with a signed-in
 # session (curl, keep-alive off) and its median and slowest time printed, in milliseconds.
-# The issue's bar is 200 ms. Usage: bench/console.sh [INTERCHANGES]   (default 100000)
+# The issue's bar is 200 ms. Usage: bench/console.sh [INTERCHANGES [BACKENDS]]   (default 100000,
+# "postgres sqlite")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 wanted=${1:-100000}
@@ -34,7 +35,7 @@ measure() {
 }
 
 printf '%-9s %-34s %8s %8s\n' backend page median_ms max_ms
-for backend in postgres sqlite; do
+for backend in ${2:-postgres sqlite}; do
   if [[ $backend == postgres ]]; then
     fresh_pg edi_inbox_console
     url=$server_url/edi_inbox_console

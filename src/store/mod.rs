@@ -130,9 +130,10 @@ struct Shared {
     /// Signalled when outbox messages are committed or re-driven, so that a relay in this process
     /// sends them at once instead of at its next poll.
     outbox_written: tokio::sync::Notify,
-    /// The latest backlog figures and when they were read: probes and scrapes read them at most
-    /// once per [`outbox::STATS_TTL`].
-    outbox_stats: std::sync::Mutex<Option<(std::time::Instant, OutboxStats)>>,
+    /// The latest backlog figures and when they were read.
+    outbox_stats: outbox::Recent<OutboxStats>,
+    /// The latest storage figures and when they were read.
+    storage_stats: outbox::Recent<StorageStats>,
     /// The overview's counts of past hours.
     activity: activity::ActivityCache,
 }
@@ -280,7 +281,8 @@ impl Store {
             audit: audit::AuditQueue::default(),
             directory: partners::DirectoryCache::new(options.partner_cache_ttl),
             outbox_written: tokio::sync::Notify::new(),
-            outbox_stats: std::sync::Mutex::default(),
+            outbox_stats: outbox::Recent::default(),
+            storage_stats: outbox::Recent::default(),
             activity: activity::ActivityCache::default(),
         });
         tokio::spawn(audit::run(db.clone(), Arc::downgrade(&shared)));

@@ -33,7 +33,30 @@ async fn openapi_document_is_served_and_matches_the_committed_file(backend: Back
     ] {
         assert!(spec["paths"][path].is_object(), "{path} is documented");
     }
+    // Every reference resolves: a schema named by a parameter only is not collected by itself.
+    let mut references = Vec::new();
+    collect_references(&spec, &mut references);
+    for reference in references {
+        let name = reference.strip_prefix("#/components/schemas/").unwrap_or(&reference);
+        assert!(spec["components"]["schemas"][name].is_object(), "{reference} resolves");
+    }
     h.finish().await;
+}
+
+/// Every `$ref` in `value`.
+fn collect_references(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value.as_str()) {
+                    ("$ref", Some(reference)) => into.push(reference.to_owned()),
+                    _ => collect_references(value, into),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| collect_references(item, into)),
+        _ => {}
+    }
 }
 
 async fn swagger_ui_is_served_offline(backend: Backend) {

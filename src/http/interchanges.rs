@@ -150,6 +150,7 @@ pub struct InterchangeQuery {
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
     /// Newest first (the default) or oldest first.
+    #[param(inline)]
     order: Option<Order>,
     /// `next_cursor` of the previous page.
     cursor: Option<Uuid>,

@@ -91,8 +91,9 @@ impl Store {
             activity.last_hour.extend(settled.minutes.iter().cloned());
             from.max(settle)
         };
+        // Settled minutes before `recent` are folded into hours; the rest, and all from `settle`
+        // on, are the last hour's.
         activity.last_hour.extend(self.counted(settle, now + TimeDelta::days(1)).await?);
-        activity.last_hour.retain(|count| count.at >= recent);
         for count in &activity.last_hour {
             activity.hours.push(ActivityCount { at: hour_of(count.at), ..count.clone() });
         }
@@ -118,14 +119,11 @@ impl Store {
             SELECT partner_id, 'refused: ' || outcome, strftime('%Y-%m-%dT%H:%M:00Z', minute), \
                 CAST(SUM(attempts) AS BIGINT) \
             FROM refusals WHERE minute >= $1 AND minute < $2 GROUP BY 1, 2, 3";
-        Ok(match &self.db {
-            Db::Postgres(postgres) => {
-                sqlx::query_as(POSTGRES).bind(from).bind(until).fetch_all(&postgres.primary.pool()).await?
-            }
-            Db::Sqlite(sqlite) => {
-                sqlx::query_as(SQLITE).bind(from).bind(until).fetch_all(&sqlite.pool).await?
-            }
-        })
+        let sql = match self.db {
+            Db::Postgres(_) => POSTGRES,
+            Db::Sqlite(_) => SQLITE,
+        };
+        Ok(on_pool!(self, pool => sqlx::query_as(sql).bind(from).bind(until).fetch_all(pool).await?))
     }
 }
 

@@ -110,23 +110,40 @@ impl Key {
         }
     }
 
-    /// Past the cursor, the way the list runs (on the column the lookup's index is ordered by).
-    fn past(self, order: Order) -> &'static str {
-        match (self, order) {
-            (Key::Inbox, Order::Newest) => " AND inbox.id < ",
-            (Key::Inbox, Order::Oldest) => " AND inbox.id > ",
-            (Key::Invoice, Order::Newest) => " AND v.inbox_id < ",
-            (Key::Invoice, Order::Oldest) => " AND v.inbox_id > ",
+    /// The interchange's id as the lookup's index orders it.
+    fn column(self) -> &'static str {
+        match self {
+            Key::Inbox => "inbox.id",
+            Key::Invoice => "v.inbox_id",
         }
     }
 
-    fn ordered(self, order: Order) -> &'static str {
-        match (self, order) {
-            (Key::Inbox, Order::Newest) => " ORDER BY inbox.id DESC LIMIT ",
-            (Key::Inbox, Order::Oldest) => " ORDER BY inbox.id ASC LIMIT ",
-            (Key::Invoice, Order::Newest) => " ORDER BY v.inbox_id DESC LIMIT ",
-            (Key::Invoice, Order::Oldest) => " ORDER BY v.inbox_id ASC LIMIT ",
+    /// Past the cursor, the way the list runs.
+    fn push_past<DB>(self, query: &mut QueryBuilder<DB>, order: Order, cursor: Option<Uuid>)
+    where
+        DB: Database,
+        for<'t> Uuid: Encode<'t, DB> + Type<DB>,
+    {
+        if let Some(cursor) = cursor {
+            let past = match order {
+                Order::Newest => " < ",
+                Order::Oldest => " > ",
+            };
+            query.push(" AND ").push(self.column()).push(past).push_bind(cursor);
         }
+    }
+
+    /// `ORDER BY` the way the list runs, then `LIMIT limit`.
+    fn push_ordered<DB>(self, query: &mut QueryBuilder<DB>, order: Order, limit: u32)
+    where
+        DB: Database,
+        for<'t> i64: Encode<'t, DB> + Type<DB>,
+    {
+        let direction = match order {
+            Order::Newest => " DESC LIMIT ",
+            Order::Oldest => " ASC LIMIT ",
+        };
+        query.push(" ORDER BY ").push(self.column()).push(direction).push_bind(i64::from(limit));
     }
 }
 
@@ -192,7 +209,7 @@ impl<'a> Search<'a> {
         if self.lookups.is_empty() {
             query.push(" WHERE TRUE");
             filters.push_to(&mut query, " AND ");
-            push_past(&mut query, Key::Inbox, order, cursor);
+            Key::Inbox.push_past(&mut query, order, cursor);
         } else {
             query.push(" WHERE id IN (");
             for (n, lookup) in self.lookups.iter().enumerate() {
@@ -203,23 +220,14 @@ impl<'a> Search<'a> {
                     value.push_to(&mut query);
                 }
                 filters.push_to(&mut query, " AND ");
-                push_past(&mut query, lookup.key, order, cursor);
-                query.push(lookup.key.ordered(order)).push_bind(i64::from(limit)).push(") AS found");
+                lookup.key.push_past(&mut query, order, cursor);
+                lookup.key.push_ordered(&mut query, order, limit);
+                query.push(") AS found");
             }
             query.push(")");
         }
-        query.push(Key::Inbox.ordered(order)).push_bind(i64::from(limit));
+        Key::Inbox.push_ordered(&mut query, order, limit);
         query
-    }
-}
-
-fn push_past<DB>(query: &mut QueryBuilder<DB>, key: Key, order: Order, cursor: Option<Uuid>)
-where
-    DB: Database,
-    for<'t> Uuid: Encode<'t, DB> + Type<DB>,
-{
-    if let Some(cursor) = cursor {
-        query.push(key.past(order)).push_bind(cursor);
     }
 }
 

@@ -171,7 +171,6 @@ pub async fn list(
         found =
             ctx.store.interchanges(&InterchangeFilter { order, cursor: None, limit: PAGE, ..filter }).await?;
     }
-    let cursor = if back { filters.before } else { filters.cursor.filter(|_| filters.before.is_none()) };
     let mut items = found.items;
     let more_before = back && items.len() > PAGE as usize;
     items.truncate(PAGE as usize);
@@ -181,6 +180,8 @@ pub async fn list(
         items.reverse();
         (last.filter(|_| more_before).map(Place::Before), first.map(Place::After))
     } else {
+        // After a page, not back at the start from one.
+        let cursor = filters.cursor.filter(|_| filters.before.is_none());
         (cursor.map(|cursor| Place::Before(first.unwrap_or(cursor))), found.next_cursor.map(Place::After))
     };
     let (to_first, to_previous, to_next) = match order {

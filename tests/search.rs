@@ -58,6 +58,9 @@ async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) 
     assert!(found(&h, &format!("received_from={tomorrow}")).await.is_empty());
     assert_eq!(found(&h, &format!("received_before={tomorrow}")).await, all);
     admin(&h, Method::GET, "/v1/interchanges?q=", None).await.assert_problem(400, "invalid-request");
+    admin(&h, Method::GET, "/v1/interchanges?order=sideways", None)
+        .await
+        .assert_problem(400, "invalid-request");
 
     // A listed interchange names its partner and its invoices.
     let listed = admin(&h, Method::GET, "/v1/interchanges?q=PO-2001", None).await.json();
@@ -96,13 +99,15 @@ async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) 
     let around =
         page(format!("from={}&to={}", minute(now - chrono::Duration::minutes(5)), minute(now))).await;
     assert!(around.contains("000001142") && around.contains("000001143"), "{around}");
-    let bad = client
-        .get(h.app.url("/console/interchanges?from=noon"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
+    for bad in ["from=noon", "order=sideways", "before=not-an-id"] {
+        let answer = client
+            .get(h.app.url(&format!("/console/interchanges?{bad}")))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "{bad}");
+    }
     h.finish().await;
 }
 

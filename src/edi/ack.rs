@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::syntax::Segment;
-use super::{Document, EdiError, ErrorKind, Interchange, Standard};
+use super::{EdiError, ErrorKind, Interchange, Standard};
 
 /// Stands where the acknowledgement's own control number goes (nine digits, zero-padded).
 pub const CONTROL_NUMBER: &str = "{ACK-CONTROL-NUMBER}";
@@ -21,13 +21,8 @@ pub fn with_control_number(template: &str, control_number: i64) -> String {
     template.replace(CONTROL_NUMBER, &format!("{control_number:09}"))
 }
 
-/// The acknowledgement of `interchange`, accepted (`Ok`) or rejected with the first error (`Err`).
-pub fn acknowledge(
-    interchange: &Interchange<'_>,
-    outcome: Result<&[Document], &EdiError>,
-    at: DateTime<Utc>,
-) -> String {
-    let error = outcome.err();
+/// The acknowledgement of `interchange`, accepted (no `error`) or rejected with its first error.
+pub fn acknowledge(interchange: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> String {
     match interchange.envelope.standard {
         Standard::X12 => x12(interchange, error, at),
         Standard::Edifact => contrl(interchange, error, at),
@@ -45,23 +40,23 @@ enum Level {
 }
 
 /// A functional group (or, in EDIFACT, the whole interchange) and its documents' header segments.
-struct Group<'s, 'a> {
-    header: Option<&'s Segment<'a>>,
-    documents: Vec<&'s Segment<'a>>,
+struct Group<'a> {
+    header: Option<Segment<'a>>,
+    documents: Vec<Segment<'a>>,
 }
 
 /// Walks the segments the way the validators do, collecting groups and documents and locating the error.
-fn structure<'s, 'a>(
-    interchange: &'s Interchange<'a>,
+fn structure<'a>(
+    interchange: &Interchange<'a>,
     error: Option<&EdiError>,
     tags: [&[u8]; 4],
-) -> (Vec<Group<'s, 'a>>, Option<Level>) {
+) -> (Vec<Group<'a>>, Option<Level>) {
     let [group_header, group_trailer, document_header, document_trailer] = tags;
     let error_position = error.and_then(|e| e.segment_position);
-    let mut groups: Vec<Group<'s, 'a>> = Vec::new();
+    let mut groups: Vec<Group<'a>> = Vec::new();
     let (mut in_group, mut in_document) = (false, false);
     let mut level = error.map(|_| Level::Interchange);
-    for segment in &interchange.segments[1..] {
+    for segment in interchange.segments().skip(1) {
         let tag = segment.tag();
         if tag == group_header {
             groups.push(Group { header: Some(segment), documents: Vec::new() });
@@ -97,7 +92,7 @@ fn structure<'s, 'a>(
 fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> String {
     let d = ic.delimiters;
     let (e, s, c) = (char::from(d.element), char::from(d.segment), char::from(d.component));
-    let isa = &ic.segments[0];
+    let isa = &ic.header;
     let field = |n: usize| String::from_utf8_lossy(isa.element(n)).into_owned();
     let version = field(12);
     let (groups, level) = structure(ic, error, [b"GS", b"GE", b"ST", b"SE"]);
@@ -281,7 +276,7 @@ fn contrl_code(error: &EdiError) -> &'static str {
 }
 
 fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> String {
-    let unb = &ic.segments[0];
+    let unb = &ic.header;
     let (groups, level) = structure(ic, error, [b"UNG", b"UNE", b"UNH", b"UNT"]);
     // Our own service characters; values copied from the interchange keep its escaping only when the
     // separators agree, so they are re-escaped for ours.
@@ -380,7 +375,7 @@ mod tests {
         let interchange = read(bytes).unwrap();
         let at = DateTime::parse_from_rfc3339("2026-03-18T09:30:00Z").unwrap().with_timezone(&Utc);
         let documents = interchange.documents();
-        let text = acknowledge(&interchange, documents.as_deref(), at);
+        let text = acknowledge(&interchange, documents.as_ref().err(), at);
         with_control_number(&text, 42)
     }
 

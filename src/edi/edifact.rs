@@ -2,9 +2,10 @@
 //! groups, UNH/UNT messages. Without a UNA the ISO 9735 defaults apply (`:` `+` `.` `?` `'`).
 
 use super::syntax::{Charset, Delimiters, Segment, Segments};
+use super::walk::Step;
 use super::{
     Document, EdiError, Envelope, Interchange, Limits, PartyId, Standard, Unique, expect_count,
-    expect_reference, invoice, require_terminated, trailing_data,
+    expect_reference, invoice, trailing_data,
 };
 
 const DEFAULTS: Delimiters =
@@ -34,11 +35,8 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
     } else {
         (DEFAULTS, b'.', &[][..])
     };
-    let mut segments: Vec<Segment<'_>> = Segments::new(input, start + service_advice.len(), 1, delimiters)
-        .take(limits.max_segments + 1)
-        .collect();
-    let unb = match segments.first() {
-        Some(first) if first.tag() == b"UNB" => *first,
+    let unb = match Segments::new(input, start + service_advice.len(), 1, delimiters).next() {
+        Some(first) if first.tag() == b"UNB" => first,
         _ => {
             return Err(EdiError::unlocated(
                 "an EDIFACT interchange must start with UNB (after an optional UNA)",
@@ -65,7 +63,6 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
             "UNB sender (S002) and interchange control reference (0020) are required to identify the interchange",
         ));
     }
-    segments.shrink_to_fit();
     Ok(Interchange {
         envelope,
         delimiters,
@@ -73,7 +70,8 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         decimal_mark,
         input,
         service_advice,
-        segments,
+        header: unb,
+        rest: unb.offset + unb.bytes.len() + usize::from(unb.terminated),
         limits,
         lenient: false,
         byte_order_mark: false,
@@ -101,105 +99,133 @@ fn charset(syntax_identifier: &[u8]) -> Option<Charset> {
     })
 }
 
-pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError> {
-    let segments = &ic.segments;
-    let unb = &segments[0];
-    if charset(unb.component(1, 1)).is_none() {
-        return Err(unb.error(
-            Some("UNB01".into()),
-            format!("unsupported syntax identifier {:?}", String::from_utf8_lossy(unb.component(1, 1))),
-        ));
+/// The EDIFACT envelope rules, applied one segment at a time: UNH..UNT messages in one UNB..UNZ,
+/// either all in UNG..UNE groups or none, each trailer's count and reference checked, control
+/// references unique per level.
+pub(super) struct Envelopes<'a> {
+    unb: Segment<'a>,
+    group_numbers: Unique<'a>,
+    message_numbers: Unique<'a>,
+    groups: usize,
+    ungrouped_messages: usize,
+    /// The open UNG and the messages seen in it.
+    group: Option<(Segment<'a>, usize)>,
+    /// A message is open (its segments are the walk's set).
+    in_message: bool,
+}
+
+impl<'a> Envelopes<'a> {
+    pub(super) fn new(ic: &Interchange<'a>) -> Result<Envelopes<'a>, EdiError> {
+        let unb = ic.header;
+        if charset(unb.component(1, 1)).is_none() {
+            return Err(unb.error(
+                Some("UNB01".into()),
+                format!("unsupported syntax identifier {:?}", String::from_utf8_lossy(unb.component(1, 1))),
+            ));
+        }
+        Ok(Envelopes {
+            unb,
+            group_numbers: Unique::new(ic),
+            message_numbers: Unique::new(ic),
+            groups: 0,
+            ungrouped_messages: 0,
+            group: None,
+            in_message: false,
+        })
     }
-    let mut documents = Vec::new();
-    let (mut group_numbers, mut message_numbers) = (Unique::new(ic), Unique::new(ic));
-    let (mut groups, mut ungrouped_messages) = (0, 0);
-    // (index of the open UNG, messages seen in it)
-    let mut group: Option<(usize, usize)> = None;
-    // index of the open UNH
-    let mut message: Option<usize> = None;
-    for (i, segment) in segments.iter().enumerate().skip(1) {
-        require_terminated(segment)?;
+
+    /// Reads `segment` (`next` is the one after it), adding it to `set` when it belongs to a message.
+    pub(super) fn step(
+        &mut self,
+        segment: Segment<'a>,
+        set: &mut Vec<Segment<'a>>,
+        next: Option<&Segment<'a>>,
+    ) -> Result<Step, EdiError> {
         match segment.tag() {
             b"UNB" => return Err(segment.error(None, "UNB inside an interchange: envelopes must not nest")),
             b"UNG" => {
-                if group.is_some() || message.is_some() {
+                if self.group.is_some() || self.in_message {
                     return Err(segment.error(None, "UNG before the previous group or message was closed"));
                 }
-                if ungrouped_messages > 0 {
+                if self.ungrouped_messages > 0 {
                     return Err(
                         segment.error(None, "an interchange has either groups or bare messages, not both")
                     );
                 }
-                group_numbers.check(segment, 5)?;
-                message_numbers.clear();
-                group = Some((i, 0));
-                groups += 1;
+                self.group_numbers.check(&segment, 5)?;
+                self.message_numbers.clear();
+                self.group = Some((segment, 0));
+                self.groups += 1;
             }
             b"UNH" => {
-                if message.is_some() {
+                if self.in_message {
                     return Err(segment.error(None, "UNH before the previous message's UNT"));
                 }
-                match group.as_mut() {
+                match self.group.as_mut() {
                     Some((_, messages)) => *messages += 1,
-                    None if groups > 0 => {
+                    None if self.groups > 0 => {
                         return Err(segment
                             .error(None, "an interchange has either groups or bare messages, not both"));
                     }
-                    None => ungrouped_messages += 1,
+                    None => self.ungrouped_messages += 1,
                 }
-                message_numbers.check(segment, 1)?;
-                message = Some(i);
+                self.message_numbers.check(&segment, 1)?;
+                self.in_message = true;
+                set.clear();
+                set.push(segment);
             }
             b"UNT" => {
-                let Some(unh) = message.take() else {
+                if !self.in_message {
                     return Err(segment.error(None, "UNT without a matching UNH"));
-                };
-                expect_count(segment, 1, "segments (UNH to UNT)", i - unh + 1)?;
-                expect_reference(segment, 2, segments[unh].element(1))?;
-                documents.push(document(ic, &segments[unh..=i])?);
+                }
+                self.in_message = false;
+                set.push(segment);
+                expect_count(&segment, 1, "segments (UNH to UNT)", set.len())?;
+                expect_reference(&segment, 2, set[0].element(1))?;
+                return Ok(Step::Document);
             }
             b"UNE" => {
-                if let Some(unh) = message {
+                if self.in_message {
+                    let unh = set[0].position;
                     return Err(
-                        segment.error(None, format!("UNE before the UNT of the UNH at segment {}", unh + 1))
+                        segment.error(None, format!("UNE before the UNT of the UNH at segment {unh}"))
                     );
                 }
-                let Some((ung, messages)) = group.take() else {
+                let Some((ung, messages)) = self.group.take() else {
                     return Err(segment.error(None, "UNE without a matching UNG"));
                 };
-                expect_count(segment, 1, "messages", messages)?;
-                expect_reference(segment, 2, segments[ung].element(5))?;
+                expect_count(&segment, 1, "messages", messages)?;
+                expect_reference(&segment, 2, ung.element(5))?;
             }
             b"UNZ" => {
-                if message.is_some() || group.is_some() {
+                if self.in_message || self.group.is_some() {
                     return Err(segment.error(None, "UNZ before the open message or group was closed"));
                 }
-                if groups > 0 {
-                    expect_count(segment, 1, "groups", groups)?;
+                if self.groups > 0 {
+                    expect_count(&segment, 1, "groups", self.groups)?;
                 } else {
-                    expect_count(segment, 1, "messages", ungrouped_messages)?;
+                    expect_count(&segment, 1, "messages", self.ungrouped_messages)?;
                 }
-                expect_reference(segment, 2, unb.element(5))?;
-                trailing_data(segment, segments.get(i + 1))?;
-                return Ok(documents);
+                expect_reference(&segment, 2, self.unb.element(5))?;
+                trailing_data(&segment, next)?;
+                return Ok(Step::End);
             }
-            tag if message.is_none() => {
+            tag if !self.in_message => {
                 return Err(segment.error(
                     None,
                     format!("segment {} outside a message (UNH..UNT)", String::from_utf8_lossy(tag)),
                 ));
             }
-            _ => {}
+            _ => set.push(segment),
         }
+        Ok(Step::Read)
     }
-    let last = segments.last().unwrap_or(unb);
-    Err(last.error(None, "the interchange ends before its UNZ trailer"))
 }
 
 /// The message type that carries an invoice.
 pub(super) const INVOICE: &str = "INVOIC";
 
-fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
+pub(super) fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
     let unh = &message[0];
     let kind = ic.text(unh, unh.component(2, 1), 2)?;
     let control_number = ic.text(unh, unh.element(1), 1)?;

@@ -54,7 +54,7 @@ impl Interchange<'_> {
         let d = self.delimiters;
         let mut hash = Sha256::new();
         hash.update(self.service_advice);
-        for segment in &self.segments {
+        for segment in self.segments() {
             let blanked: &[usize] = match (self.envelope.standard, segment.tag()) {
                 (Standard::X12, b"ISA") => &[9, 10],
                 (Standard::X12, b"GS") => &[4, 5],

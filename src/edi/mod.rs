@@ -12,6 +12,7 @@ mod edifact;
 mod fingerprint;
 pub mod invoice;
 pub mod syntax;
+mod walk;
 mod x12;
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,8 @@ use utoipa::ToSchema;
 pub use fingerprint::Fingerprint;
 pub use invoice::Invoice;
 pub use syntax::Limits;
-use syntax::{Charset, Delimiters, Segment};
+use syntax::{Charset, Delimiters, Segment, Segments};
+pub use walk::Documents;
 
 /// The document types that carry an invoice (and book one), in each standard.
 pub const INVOICE_DOCUMENTS: [&str; 2] = [x12::INVOICE, edifact::INVOICE];
@@ -169,8 +171,10 @@ pub struct Shape {
     pub lines: usize,
 }
 
-/// An interchange whose header has been read: the key is known, the body not yet validated.
-#[derive(Debug)]
+/// An interchange whose header has been read: the key is known, the body not yet validated. Its
+/// other segments are not held: each pass over them reads them again from the body (a scan, no
+/// copy), so that an interchange of any size costs its body and one document at a time.
+#[derive(Clone, Debug)]
 pub struct Interchange<'a> {
     pub envelope: Envelope,
     delimiters: Delimiters,
@@ -181,8 +185,10 @@ pub struct Interchange<'a> {
     input: &'a [u8],
     /// The UNA service string advice, kept verbatim for the fingerprint.
     service_advice: &'a [u8],
-    /// At most `limits.max_segments + 1`: reading stops after the first segment over the limit.
-    segments: Vec<Segment<'a>>,
+    /// The header segment (ISA or UNB), position 1.
+    header: Segment<'a>,
+    /// Where the segments after the header start in `input`.
+    rest: usize,
     limits: Limits,
     /// Relaxed validation: see [`Interchange::lenient`].
     lenient: bool,
@@ -208,7 +214,7 @@ pub fn read_with(input: &[u8], limits: Limits) -> Result<Interchange<'_>, EdiErr
         None => return Err(not_an_interchange(&input[start..])),
     }?;
     // The key and the envelope are read from the header segment: a NUL there leaves no key.
-    if let Some(error) = read.segments.first().and_then(nul_byte) {
+    if let Some(error) = nul_byte(&read.header) {
         return Err(error);
     }
     Ok(Interchange { byte_order_mark, ..read })
@@ -244,7 +250,7 @@ pub fn ends_with_trailer(input: &[u8]) -> bool {
     };
     let line_terminated = matches!(interchange.delimiters.segment, b'\r' | b'\n');
     interchange
-        .segments
+        .segments()
         .last()
         .is_some_and(|last| last.tag() == trailer && (last.terminated || line_terminated))
 }
@@ -313,12 +319,26 @@ impl<'a> Interchange<'a> {
         self
     }
 
+    /// The whole body it was read from (after unwrapping, for a wrapped one).
+    pub fn input(&self) -> &'a [u8] {
+        self.input
+    }
+
+    /// Its segments, the header first, read from the body as they are taken: at most
+    /// `limits.max_segments + 1` (reading stops after the first segment over the limit).
+    fn segments(&self) -> AllSegments<'a> {
+        std::iter::once(self.header)
+            .chain(Segments::new(self.input, self.rest, 2, self.delimiters))
+            .take(self.limits.max_segments + 1)
+    }
+
     /// True when line breaks stand inside segments rather than only between them.
     fn is_wrapped(&self) -> bool {
         let d = self.delimiters;
         let separators = [d.segment, d.element, d.component];
         !separators.iter().any(|b| matches!(b, b'\r' | b'\n'))
-            && self.segments.iter().any(|segment| memchr::memchr2(b'\r', b'\n', segment.bytes).is_some())
+            && memchr::memchr2(b'\r', b'\n', self.input).is_some()
+            && self.segments().any(|segment| memchr::memchr2(b'\r', b'\n', segment.bytes).is_some())
     }
 
     /// How many documents (ST or UNH) and item lines (IT1 or LIN) it holds, counted from the
@@ -329,7 +349,7 @@ impl<'a> Interchange<'a> {
             Standard::Edifact => (b"UNH", b"LIN"),
         };
         let mut shape = Shape::default();
-        for tag in self.segments.iter().map(Segment::tag) {
+        for tag in self.segments().map(|segment| segment.tag()) {
             shape.documents += usize::from(tag == document);
             shape.lines += usize::from(tag == line);
         }
@@ -338,42 +358,28 @@ impl<'a> Interchange<'a> {
 
     /// Validates the envelope structure and maps every document; the first error wins.
     pub fn documents(&self) -> Result<Vec<Document>, EdiError> {
+        self.walk()?.collect()
+    }
+
+    /// Checks what is checked of the whole interchange before its structure (its limits, NUL bytes
+    /// and character set), then walks its documents: each validated and mapped as its trailer is
+    /// read, one at a time; the first error ends the walk.
+    pub fn walk(&self) -> Result<Documents<'a>, EdiError> {
         self.check_limits()?;
         self.check_nul()?;
         if !self.lenient {
             self.check_charset()?;
         }
-        let mut documents = match self.envelope.standard {
-            Standard::X12 => x12::documents(self),
-            Standard::Edifact => edifact::documents(self),
-        }?;
-        invoice::warn_of_repeated_numbers(&mut documents);
-        if self.refuse_mismatches
-            && let Some(error) = invoice::first_mismatch(&documents, &self.segments)
-        {
-            return Err(error);
-        }
-        if let (true, Some(first)) = (self.byte_order_mark, documents.first_mut()) {
-            first.warnings.push(Warning {
-                mismatch: false,
-                document: first.control_number.clone(),
-                segment_position: None,
-                message:
-                    "the body starts with a UTF-8 byte order mark, which EDI does not use; it was ignored \
-                          (the payload is kept as received)"
-                        .to_owned(),
-            });
-        }
-        Ok(documents)
+        Documents::new(self.clone())
     }
 
     fn check_limits(&self) -> Result<(), EdiError> {
         let Limits { max_segments, max_element_length } = self.limits;
-        if let Some(extra) = self.segments.get(max_segments) {
+        if let Some(extra) = self.segments().nth(max_segments) {
             return Err(extra.error(None, format!("the interchange has more than {max_segments} segments")));
         }
         // A segment no longer than the limit cannot hold a longer element.
-        for segment in self.segments.iter().filter(|s| s.bytes.len() > max_element_length) {
+        for segment in self.segments().filter(|s| s.bytes.len() > max_element_length) {
             let d = self.delimiters;
             if let Some(n) =
                 syntax::split(segment.bytes, d.element, d.release).position(|e| e.len() > max_element_length)
@@ -395,11 +401,11 @@ impl<'a> Interchange<'a> {
         if self.charset == Charset::Latin1 || (self.charset == Charset::Ascii && self.input.is_ascii()) {
             return Ok(());
         }
-        for segment in &self.segments {
+        for segment in self.segments() {
             if let Err(at) = self.charset.decode(segment.bytes) {
                 let message =
                     format!("byte 0x{:02X} is not valid in the interchange character set", segment.bytes[at]);
-                return Err(offending_byte(segment, at, message));
+                return Err(offending_byte(&segment, at, message));
             }
         }
         Ok(())
@@ -411,7 +417,7 @@ impl<'a> Interchange<'a> {
         if memchr::memchr(0, self.input).is_none() {
             return Ok(());
         }
-        self.segments.iter().find_map(nul_byte).map_or(Ok(()), Err)
+        self.segments().find_map(|segment| nul_byte(&segment)).map_or(Ok(()), Err)
     }
 
     /// An element's text as it stands (end trimmed) when it is printable ASCII without a release
@@ -443,6 +449,9 @@ impl<'a> Interchange<'a> {
         })
     }
 }
+
+/// The segments of an interchange as [`Interchange::segments`] reads them.
+type AllSegments<'a> = std::iter::Take<std::iter::Chain<std::iter::Once<Segment<'a>>, Segments<'a>>>;
 
 /// Parses an element that must be a non-negative whole number (counts in trailers).
 fn count(segment: &Segment<'_>, element: usize) -> Result<usize, EdiError> {

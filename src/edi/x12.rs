@@ -6,10 +6,11 @@
 //! (element = 4th byte, component = ISA16, terminator = the byte after ISA16, repetition = ISA11
 //! from control version 00402 on).
 
-use super::syntax::{Charset, Delimiters, Segment, Segments};
+use super::syntax::{Charset, Delimiters, Segment};
+use super::walk::Step;
 use super::{
     Document, EdiError, Envelope, Interchange, Limits, PartyId, Standard, Unique, expect_count,
-    expect_reference, invoice, require_terminated, trailing_data,
+    expect_reference, invoice, trailing_data,
 };
 
 /// Number of elements in an ISA segment.
@@ -127,10 +128,6 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
             "ISA06 (sender id) and ISA13 (control number) are required to identify the interchange",
         ));
     }
-    let isa = Segment { delimiters, ..isa };
-    let mut segments = vec![isa];
-    segments
-        .extend(Segments::new(input, start + isa_bytes.len() + 1, 2, delimiters).take(limits.max_segments));
     Ok(Interchange {
         envelope,
         delimiters,
@@ -138,7 +135,8 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         decimal_mark: b'.',
         input,
         service_advice: &[],
-        segments,
+        header: Segment { delimiters, ..isa },
+        rest: start + isa_bytes.len() + 1,
         limits,
         lenient: false,
         byte_order_mark: false,
@@ -146,91 +144,114 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
     })
 }
 
-pub(super) fn documents(ic: &Interchange<'_>) -> Result<Vec<Document>, EdiError> {
-    let segments = &ic.segments;
-    let isa = &segments[0];
-    if !ic.lenient {
-        check_isa(isa)?;
+/// The X12 envelope rules, applied one segment at a time: GS..GE groups of ST..SE transaction sets
+/// in one ISA..IEA, each trailer's count and reference checked, control numbers unique per level.
+pub(super) struct Envelopes<'a> {
+    isa: Segment<'a>,
+    group_numbers: Unique<'a>,
+    set_numbers: Unique<'a>,
+    groups: usize,
+    /// The open GS and the transaction sets seen in it.
+    group: Option<(Segment<'a>, usize)>,
+    /// A transaction set is open (its segments are the walk's set).
+    in_set: bool,
+}
+
+impl<'a> Envelopes<'a> {
+    pub(super) fn new(ic: &Interchange<'a>) -> Result<Envelopes<'a>, EdiError> {
+        if !ic.lenient {
+            check_isa(&ic.header)?;
+        }
+        Ok(Envelopes {
+            isa: ic.header,
+            group_numbers: Unique::new(ic),
+            set_numbers: Unique::new(ic),
+            groups: 0,
+            group: None,
+            in_set: false,
+        })
     }
-    let mut documents = Vec::new();
-    let (mut group_numbers, mut set_numbers) = (Unique::new(ic), Unique::new(ic));
-    let mut groups = 0;
-    // (index of the open GS, transaction sets seen in it)
-    let mut group: Option<(usize, usize)> = None;
-    // index of the open ST
-    let mut set: Option<usize> = None;
-    for (i, segment) in segments.iter().enumerate().skip(1) {
-        require_terminated(segment)?;
+
+    /// Reads `segment` (`next` is the one after it), adding it to `set` when it belongs to a
+    /// transaction set.
+    pub(super) fn step(
+        &mut self,
+        segment: Segment<'a>,
+        set: &mut Vec<Segment<'a>>,
+        next: Option<&Segment<'a>>,
+    ) -> Result<Step, EdiError> {
         match segment.tag() {
             b"ISA" => return Err(segment.error(None, "ISA inside an interchange: envelopes must not nest")),
             b"GS" => {
-                if group.is_some() {
+                if self.group.is_some() {
                     return Err(segment.error(None, "GS before the previous group's GE"));
                 }
-                group_numbers.check(segment, 6)?;
-                set_numbers.clear();
-                group = Some((i, 0));
-                groups += 1;
+                self.group_numbers.check(&segment, 6)?;
+                self.set_numbers.clear();
+                self.group = Some((segment, 0));
+                self.groups += 1;
             }
             b"ST" => {
-                let Some((_, sets)) = group.as_mut() else {
+                let Some((_, sets)) = self.group.as_mut() else {
                     return Err(segment.error(None, "ST outside a functional group (GS..GE)"));
                 };
-                if set.is_some() {
+                if self.in_set {
                     return Err(segment.error(None, "ST before the previous transaction set's SE"));
                 }
-                set_numbers.check(segment, 2)?;
-                set = Some(i);
+                self.set_numbers.check(&segment, 2)?;
                 *sets += 1;
+                self.in_set = true;
+                set.clear();
+                set.push(segment);
             }
             b"SE" => {
-                let Some(st) = set.take() else {
+                if !self.in_set {
                     return Err(segment.error(None, "SE without a matching ST"));
-                };
-                expect_count(segment, 1, "segments (ST to SE)", i - st + 1)?;
-                expect_reference(segment, 2, segments[st].element(2))?;
-                documents.push(document(ic, &segments[st..=i])?);
+                }
+                self.in_set = false;
+                set.push(segment);
+                expect_count(&segment, 1, "segments (ST to SE)", set.len())?;
+                expect_reference(&segment, 2, set[0].element(2))?;
+                return Ok(Step::Document);
             }
             b"GE" => {
-                if let Some(st) = set {
-                    return Err(
-                        segment.error(None, format!("GE before the SE of the ST at segment {}", st + 1))
-                    );
+                if self.in_set {
+                    let st = set[0].position;
+                    return Err(segment.error(None, format!("GE before the SE of the ST at segment {st}")));
                 }
-                let Some((gs, sets)) = group.take() else {
+                let Some((gs, sets)) = self.group.take() else {
                     return Err(segment.error(None, "GE without a matching GS"));
                 };
-                expect_count(segment, 1, "transaction sets", sets)?;
-                expect_reference(segment, 2, segments[gs].element(6))?;
+                expect_count(&segment, 1, "transaction sets", sets)?;
+                expect_reference(&segment, 2, gs.element(6))?;
             }
             b"IEA" => {
-                if set.is_some() || group.is_some() {
+                if self.in_set || self.group.is_some() {
                     return Err(
                         segment.error(None, "IEA before the open transaction set or group was closed")
                     );
                 }
-                expect_count(segment, 1, "functional groups", groups)?;
-                expect_reference(segment, 2, isa.element(13))?;
-                trailing_data(segment, segments.get(i + 1))?;
-                return Ok(documents);
+                expect_count(&segment, 1, "functional groups", self.groups)?;
+                expect_reference(&segment, 2, self.isa.element(13))?;
+                trailing_data(&segment, next)?;
+                return Ok(Step::End);
             }
-            tag if set.is_none() => {
+            tag if !self.in_set => {
                 return Err(segment.error(
                     None,
                     format!("segment {} outside a transaction set (ST..SE)", String::from_utf8_lossy(tag)),
                 ));
             }
-            _ => {}
+            _ => set.push(segment),
         }
+        Ok(Step::Read)
     }
-    let last = segments.last().unwrap_or(isa);
-    Err(last.error(None, "the interchange ends before its IEA trailer"))
 }
 
 /// The transaction set that carries an invoice.
 pub(super) const INVOICE: &str = "810";
 
-fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
+pub(super) fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
     let st = &set[0];
     let kind = ic.text(st, st.element(1), 1)?;
     let control_number = ic.text(st, st.element(2), 2)?;
@@ -390,7 +411,7 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
             Err((Some(1), Some("ISA06".into())))
         );
         let read = read_with(ONE_810, Limits { max_segments: 3, max_element_length: 15 }).unwrap();
-        assert_eq!(read.segments.len(), 4, "reading stops after the first segment over the limit");
+        assert_eq!(read.segments().count(), 4, "reading stops after the first segment over the limit");
     }
 
     #[test]

@@ -152,7 +152,7 @@ impl Delivery {
         received: Received,
     ) -> Delivery {
         let mut delivery = Delivery::new(interchange, received, Status::Processed);
-        delivery.ack = ack::acknowledge(interchange, Ok(&documents), delivery.received_at);
+        delivery.ack = ack::acknowledge(interchange, None, delivery.received_at);
         delivery.documents = documents
             .into_iter()
             .map(|document| StoredDocument {
@@ -175,7 +175,7 @@ impl Delivery {
         problem: impl FnOnce(Uuid) -> String,
     ) -> Delivery {
         let mut delivery = Delivery::new(interchange, received, Status::Rejected);
-        delivery.ack = ack::acknowledge(interchange, Err(error), delivery.received_at);
+        delivery.ack = ack::acknowledge(interchange, Some(error), delivery.received_at);
         delivery.response = problem(delivery.id);
         delivery.mismatch = error.kind == ErrorKind::Mismatch;
         delivery

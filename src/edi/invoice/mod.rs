@@ -20,9 +20,6 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::syntax::Segment;
-use super::{Document, EdiError, ErrorKind, Warning};
-
 pub(super) use edifact::from_invoic;
 pub use sources::{InvoiceSources, LineSources};
 pub(super) use x12::from_810;
@@ -298,48 +295,6 @@ impl AllowanceCharge {
             AllowanceOrCharge::Charge => amount,
         })
     }
-}
-
-/// A second invoice with the number of one before it in the interchange is booked, with a warning
-/// naming the first: a resend inside one file or a partner's numbering error, for a person to judge.
-pub(super) fn warn_of_repeated_numbers(documents: &mut [Document]) {
-    if documents.len() < 2 {
-        return;
-    }
-    let mut first_of = std::collections::HashMap::with_capacity(documents.len());
-    let mut repeated = Vec::new();
-    for (at, document) in documents.iter().enumerate() {
-        if let Some(invoice) = &document.invoice {
-            let first = *first_of.entry(invoice.number.as_str()).or_insert(at);
-            if first != at {
-                repeated.push((at, first));
-            }
-        }
-    }
-    for (at, first) in repeated {
-        let (number, first) = match (&documents[at].invoice, &documents[first]) {
-            (Some(invoice), first) => (invoice.number.clone(), first.control_number.clone()),
-            (None, _) => continue,
-        };
-        let document = &mut documents[at];
-        document.warnings.push(Warning {
-            mismatch: false,
-            document: document.control_number.clone(),
-            segment_position: Some(document.position),
-            message: format!(
-                "invoice number {number} is also the number of document {first} in this interchange"
-            ),
-        });
-    }
-}
-
-/// The first figure that does not reconcile, as an error at the segment that states it (the
-/// interchange's header when none is named), for a partner whose `on_mismatch` is `reject`.
-pub(super) fn first_mismatch(documents: &[Document], segments: &[Segment<'_>]) -> Option<EdiError> {
-    let mismatch = documents.iter().flat_map(|d| &d.warnings).find(|w| w.mismatch)?;
-    let at = mismatch.segment_position.and_then(|p| segments.get(p.checked_sub(1)?));
-    let message = format!("{} (the partner's invoices must reconcile)", mismatch.message);
-    Some(at.unwrap_or(&segments[0]).error(None, message).with_kind(ErrorKind::Mismatch))
 }
 
 /// The parties of a document as they are read: for each role, the best-ranked party found so far.

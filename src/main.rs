@@ -22,6 +22,14 @@ use edi_inbox::store::{CommitNotices, OutboxFilter, QuarantineFilter, Store};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's default options (`_RJEM_MALLOC_CONF` overrides them): one arena. A large interchange
+/// is parsed on the blocking pool and written from an async worker; with an arena per thread, what
+/// parsing freed stayed resident beside what writing allocated (one 6.6 MB interchange of 19,828
+/// invoices peaked at 54.4 MiB on SQLite, 47.5 MiB with one arena). The threads' caches still serve
+/// the request path's small allocations: unique deliveries measured the same either way.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static JEMALLOC_OPTIONS: &[u8; 10] = b"narenas:1\0";
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let matches = Cli::command().get_matches();

@@ -88,12 +88,11 @@ fn delivery(control: &str) -> Delivery {
     let body = bytes::Bytes::from(text);
     let mut scratch = Vec::new();
     let interchange = edi::parse(&body, &mut scratch, edi::Limits::default()).unwrap();
-    let documents = interchange.documents().unwrap();
     Delivery::processed(
         &interchange,
-        documents,
         Received { payload: body.clone(), content_type: None, received_at: Utc::now() },
     )
+    .unwrap()
 }
 
 /// Deliveries recorded at once share commits (SQLite: one group commit), yet one that cannot be
@@ -107,7 +106,7 @@ async fn one_failing_delivery_fails_only_itself(backend: Backend) {
     let poisoned = delivery("000000099");
     // Its document's id taken already (by a row under the earlier delivery): its INSERT violates
     // the primary key.
-    take_id(&db.url, poisoned.documents()[0].id, earlier.id()).await;
+    take_id(&db.url, poisoned.held_documents()[0].id, earlier.id()).await;
     let mut batch: Vec<Delivery> = (2..=9).map(|n| delivery(&format!("{n:09}"))).collect();
     batch.insert(4, poisoned);
     let batch: Vec<Arc<Delivery>> = batch.into_iter().map(Arc::new).collect();

@@ -225,11 +225,16 @@ impl<'a> Envelopes<'a> {
 /// The message type that carries an invoice.
 pub(super) const INVOICE: &str = "INVOIC";
 
-pub(super) fn document(ic: &Interchange<'_>, message: &[Segment<'_>]) -> Result<Document, EdiError> {
+/// The message `message`, its invoice mapped when it is one and `invoices` asks for it.
+pub(super) fn document(
+    ic: &Interchange<'_>,
+    message: &[Segment<'_>],
+    invoices: bool,
+) -> Result<Document, EdiError> {
     let unh = &message[0];
     let kind = ic.text(unh, unh.component(2, 1), 2)?;
     let control_number = ic.text(unh, unh.element(1), 1)?;
-    let (invoice, warnings) = if kind == INVOICE {
+    let (invoice, warnings) = if kind == INVOICE && invoices {
         let (invoice, warnings) = invoice::from_invoic(ic, message, &control_number)?;
         (Some(std::sync::Arc::new(invoice)), warnings)
     } else {

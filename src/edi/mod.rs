@@ -198,6 +198,23 @@ pub struct Interchange<'a> {
     refuse_mismatches: bool,
 }
 
+/// How an interchange was read (its limits and a partner's relaxations), to read it again the same
+/// way.
+#[derive(Clone, Copy, Debug)]
+pub struct Reading {
+    limits: Limits,
+    lenient: bool,
+    refuse_mismatches: bool,
+}
+
+impl Reading {
+    /// Reads `input` as the interchange this was taken from was read.
+    pub fn read(self, input: &[u8]) -> Result<Interchange<'_>, EdiError> {
+        let interchange = read_with(input, self.limits)?;
+        Ok(Interchange { lenient: self.lenient, refuse_mismatches: self.refuse_mismatches, ..interchange })
+    }
+}
+
 /// Reads the envelope header of an X12 or EDIFACT interchange with the default [`Limits`]. An error
 /// means no key can be derived.
 pub fn read(input: &[u8]) -> Result<Interchange<'_>, EdiError> {
@@ -317,6 +334,11 @@ impl<'a> Interchange<'a> {
     pub fn refusing_mismatches(mut self) -> Self {
         self.refuse_mismatches = true;
         self
+    }
+
+    /// How it is read, to read it again the same way.
+    pub fn reading(&self) -> Reading {
+        Reading { limits: self.limits, lenient: self.lenient, refuse_mismatches: self.refuse_mismatches }
     }
 
     /// The whole body it was read from (after unwrapping, for a wrapped one).

@@ -49,6 +49,8 @@ pub struct Documents<'a> {
     /// Documents handed out so far.
     handed: usize,
     ended: bool,
+    /// Invoices are mapped (see [`Documents::outlines`]).
+    invoices: bool,
 }
 
 impl<'a> Documents<'a> {
@@ -70,7 +72,15 @@ impl<'a> Documents<'a> {
             mismatch: None,
             handed: 0,
             ended: false,
+            invoices: true,
         })
+    }
+
+    /// The documents without their invoices mapped: each one's kind, control number and position
+    /// (and the envelope still checked), for a walk that needs no more.
+    pub fn outlines(mut self) -> Documents<'a> {
+        self.invoices = false;
+        self
     }
 
     /// Reads segments up to the end of the next document (mapped) or of the interchange (`None`).
@@ -100,8 +110,8 @@ impl<'a> Documents<'a> {
     fn document(&mut self) -> Result<Document, EdiError> {
         let ic = &self.interchange;
         let mut document = match self.rules {
-            Rules::X12(_) => x12::document(ic, &self.set),
-            Rules::Edifact(_) => edifact::document(ic, &self.set),
+            Rules::X12(_) => x12::document(ic, &self.set, self.invoices),
+            Rules::Edifact(_) => edifact::document(ic, &self.set, self.invoices),
         }?;
         if let Some(invoice) = &document.invoice {
             match self.numbers.get(&invoice.number) {

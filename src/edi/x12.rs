@@ -251,11 +251,16 @@ impl<'a> Envelopes<'a> {
 /// The transaction set that carries an invoice.
 pub(super) const INVOICE: &str = "810";
 
-pub(super) fn document(ic: &Interchange<'_>, set: &[Segment<'_>]) -> Result<Document, EdiError> {
+/// The transaction set `set`, its invoice mapped when it is one and `invoices` asks for it.
+pub(super) fn document(
+    ic: &Interchange<'_>,
+    set: &[Segment<'_>],
+    invoices: bool,
+) -> Result<Document, EdiError> {
     let st = &set[0];
     let kind = ic.text(st, st.element(1), 1)?;
     let control_number = ic.text(st, st.element(2), 2)?;
-    let (invoice, warnings) = if kind == INVOICE {
+    let (invoice, warnings) = if kind == INVOICE && invoices {
         let (invoice, warnings) = invoice::from_810(ic, set, &control_number)?;
         (Some(std::sync::Arc::new(invoice)), warnings)
     } else {

@@ -2,6 +2,7 @@
 //! outcome of claiming its key is decided. The store writes a [`Delivery`] in one transaction and
 //! reports back what it found; [`decide`] turns that into an [`Outcome`] the same way on every backend.
 
+mod documents;
 pub mod outbox;
 pub mod problem;
 pub mod quarantine;
@@ -13,7 +14,9 @@ use bytes::Bytes;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use crate::edi::{Document, EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
+use crate::edi::{EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
+use documents::{Counts, Documents, Found};
+pub use documents::{LARGE_DOCUMENTS, StoredDocument, Taken};
 use outbox::OutboxMessage;
 use resource::{DocumentResource, IdempotencyKey, InterchangeResource, InvoiceResource, MinimalInterchange};
 pub use source::Source;
@@ -98,14 +101,6 @@ impl std::fmt::Display for Logged<'_> {
     }
 }
 
-/// A document ready to be stored, with the ids it will be stored under.
-#[derive(Clone, Debug)]
-pub struct StoredDocument {
-    pub id: Uuid,
-    pub invoice_id: Option<Uuid>,
-    pub document: Document,
-}
-
 /// What arrived: the interchange's bytes as received, their media type, and when.
 #[derive(Clone, Debug)]
 pub struct Received {
@@ -113,11 +108,6 @@ pub struct Received {
     pub content_type: Option<String>,
     pub received_at: DateTime<Utc>,
 }
-
-/// Documents from which an interchange is large: its answer's documents and invoices are not
-/// stored as part of its answer but listed from their own rows when it is read again (see
-/// [`Delivery::lists_from_rows`]), and PostgreSQL streams its rows with `COPY`.
-pub const LARGE_DOCUMENTS: usize = 64;
 
 /// Everything one POST wants written, decided before the transaction so that the store only writes.
 #[derive(Clone, Debug)]
@@ -130,14 +120,20 @@ pub struct Delivery {
     content_type: Option<String>,
     received_at: DateTime<Utc>,
     status: Status,
-    documents: Vec<StoredDocument>,
+    documents: Documents,
+    counts: Counts,
+    /// Its kinds of document, each once.
+    kinds: Vec<String>,
     /// The response body of this delivery, stored so that every replay returns it byte for byte;
     /// its lists left empty when they are read from their rows ([`Delivery::lists_from_rows`]).
     response: String,
     /// The acknowledgement (TA1/997/999 or CONTRL) with [`ack::CONTROL_NUMBER`] where the store puts
     /// the number it allocates.
     ack: String,
-    /// The messages to the accounting API this delivery queues, written in its transaction.
+    /// Its invoices are booked with the accounting API: an outbox message each, written in its
+    /// transaction.
+    books: bool,
+    /// A small delivery's outbox messages (a large one's are made as its documents are walked).
     outbox: Vec<OutboxMessage>,
     /// Rejected because its stated figures do not reconcile (its partner refuses or holds such
     /// invoices).
@@ -145,24 +141,17 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// A valid interchange: its documents and invoices get ids and the resource becomes the response.
-    pub fn processed(
-        interchange: &Interchange<'_>,
-        documents: Vec<Document>,
-        received: Received,
-    ) -> Delivery {
+    /// An interchange whose documents are all valid, walked once: its documents and invoices get
+    /// ids and the resource becomes the response. The first invalid document's error otherwise.
+    pub fn processed(interchange: &Interchange<'_>, received: Received) -> Result<Delivery, EdiError> {
+        let Found { documents, counts, kinds } = Documents::find(interchange, &received.payload)?;
         let mut delivery = Delivery::new(interchange, received, Status::Processed);
         delivery.ack = ack::acknowledge(interchange, None, delivery.received_at);
-        delivery.documents = documents
-            .into_iter()
-            .map(|document| StoredDocument {
-                id: Uuid::now_v7(),
-                invoice_id: document.invoice.as_ref().map(|_| Uuid::now_v7()),
-                document,
-            })
-            .collect();
+        delivery.documents = documents;
+        delivery.counts = counts;
+        delivery.kinds = kinds;
         delivery.render_response();
-        delivery
+        Ok(delivery)
     }
 
     /// An interchange whose key is readable but whose content is invalid: nothing is booked, and
@@ -193,9 +182,12 @@ impl Delivery {
             // Stored timestamps have microsecond precision; keep the response equal to what is stored.
             received_at: received_at.trunc_subsecs(6),
             status,
-            documents: Vec::new(),
+            documents: Documents::Held(Vec::new()),
+            counts: Counts::default(),
+            kinds: Vec::new(),
             response: String::new(),
             ack: String::new(),
+            books: false,
             outbox: Vec::new(),
             mismatch: false,
         }
@@ -233,8 +225,35 @@ impl Delivery {
         self.status
     }
 
-    pub fn documents(&self) -> &[StoredDocument] {
-        &self.documents
+    /// Its documents one at a time, in the order of the interchange: held, or a large delivery's
+    /// mapped again.
+    pub fn documents(&self) -> Box<dyn Iterator<Item = Taken<'_>> + Send + '_> {
+        self.documents.take(true)
+    }
+
+    /// Its documents like [`Delivery::documents`], a large delivery's without their invoices
+    /// mapped again: each one's ids, kind, control number and position.
+    pub fn outlines(&self) -> Box<dyn Iterator<Item = Taken<'_>> + Send + '_> {
+        self.documents.take(false)
+    }
+
+    /// A small delivery's documents, held since it was parsed (none for a large one: see
+    /// [`Delivery::documents`]).
+    pub fn held_documents(&self) -> &[StoredDocument] {
+        match &self.documents {
+            Documents::Held(held) => held,
+            Documents::Walked(_) => &[],
+        }
+    }
+
+    /// How many documents it has.
+    pub fn document_count(&self) -> usize {
+        self.counts.documents
+    }
+
+    /// Its kinds of document (`810`, `INVOIC`, …), each once.
+    pub fn kinds(&self) -> &[String] {
+        &self.kinds
     }
 
     /// The response body of this delivery, stored so that every replay returns it byte for byte.
@@ -248,8 +267,25 @@ impl Delivery {
         &self.ack
     }
 
+    /// A small delivery's outbox messages (a large one's are made by [`Delivery::booking`]).
     pub fn outbox(&self) -> &[OutboxMessage] {
         &self.outbox
+    }
+
+    /// Its invoices are booked with the accounting API.
+    pub fn books_with_accounting(&self) -> bool {
+        self.books && self.counts.invoices > 0
+    }
+
+    /// The outbox message booking the invoice of `stored`, one of its documents, when it books one.
+    pub fn booking(&self, stored: &StoredDocument) -> Option<OutboxMessage> {
+        let invoice = InvoiceResource {
+            id: stored.invoice_id?,
+            interchange_id: self.id,
+            invoice: stored.document.invoice.clone()?,
+            accounting: None,
+        };
+        self.books.then(|| OutboxMessage::booking(&invoice))
     }
 
     /// Rejected because its stated figures do not reconcile.
@@ -257,8 +293,14 @@ impl Delivery {
         self.mismatch
     }
 
-    /// The interchange resource of this delivery (`error` is set for rejected ones by the caller).
+    /// The interchange resource of this delivery (`error` is set for rejected ones by the caller); a
+    /// large one's with its documents and invoices left to their rows.
     pub fn resource(&self, error: Option<serde_json::Value>) -> InterchangeResource {
+        let held = self.held_documents();
+        let warnings = match &self.documents {
+            Documents::Held(held) => held.iter().flat_map(|d| d.document.warnings.iter().cloned()).collect(),
+            Documents::Walked(walked) => walked.warnings.clone(),
+        };
         InterchangeResource {
             id: self.id,
             status: self.status,
@@ -270,8 +312,7 @@ impl Delivery {
             payload_sha256: self.fingerprint.to_string(),
             received_at: self.received_at,
             processed_at: self.received_at,
-            documents: self
-                .documents
+            documents: held
                 .iter()
                 .map(|d| DocumentResource {
                     kind: d.document.kind.clone(),
@@ -280,8 +321,7 @@ impl Delivery {
                     invoice_id: d.invoice_id,
                 })
                 .collect(),
-            invoices: self
-                .documents
+            invoices: held
                 .iter()
                 .filter_map(|d| {
                     Some(InvoiceResource {
@@ -292,7 +332,7 @@ impl Delivery {
                     })
                 })
                 .collect(),
-            warnings: self.documents.iter().flat_map(|d| d.document.warnings.iter().cloned()).collect(),
+            warnings,
             error,
         }
     }
@@ -311,25 +351,13 @@ impl Delivery {
     /// the resource with its documents and invoices left out, which are stored in their own rows
     /// anyway (for 20,000 invoices, 40 MB not held, bound or stored a second time).
     fn render_response(&mut self) {
-        let mut resource = self.resource(None);
-        if self.lists_from_rows() {
-            resource.documents = Vec::new();
-            resource.invoices = Vec::new();
-        }
-        self.response = rendered(&resource);
+        self.response = rendered(&self.resource(None));
     }
 
     /// A processed large interchange ([`LARGE_DOCUMENTS`]): its stored answer leaves its documents
     /// and invoices to be listed from their rows when it is replayed or read.
     pub fn lists_from_rows(&self) -> bool {
-        self.status == Status::Processed && self.documents.len() >= LARGE_DOCUMENTS
-    }
-
-    /// The whole answer of a processed delivery, as every replay and read returns it: the stored
-    /// response, or, when its lists are read from rows, rendered now (only asked when a client wants
-    /// the whole of a large interchange).
-    pub fn full_response(&self) -> Option<String> {
-        self.lists_from_rows().then(|| rendered(&self.resource(None)))
+        matches!(self.documents, Documents::Walked(_))
     }
 
     /// Its minimal answer (`Prefer: return=minimal`): the envelope as its stored answer has it,
@@ -337,21 +365,23 @@ impl Delivery {
     /// stored answer leaves its lists to their rows).
     pub fn minimal(&self) -> Result<MinimalInterchange, serde_json::Error> {
         let mut minimal = MinimalInterchange::from_resource(&self.response)?;
-        minimal.document_count = self.documents.len() as u64;
-        minimal.invoice_count = self.invoices().count() as u64;
-        minimal.warning_count = self.documents.iter().map(|d| d.document.warnings.len() as u64).sum();
+        minimal.document_count = self.counts.documents as u64;
+        minimal.invoice_count = self.counts.invoices as u64;
+        minimal.warning_count = self.counts.warnings as u64;
         Ok(minimal)
     }
 
     /// Queues the booking of each of this delivery's invoices with the accounting API, to be written
-    /// with the delivery itself (the transactional outbox).
+    /// with the delivery itself (the transactional outbox): a small delivery's messages made now,
+    /// a large one's as its documents are walked.
     pub fn book_with_accounting(&mut self) {
+        self.books = true;
         self.outbox = self.resource(None).invoices.iter().map(OutboxMessage::booking).collect();
     }
 
-    /// The invoices this delivery books, with their ids.
-    pub fn invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
-        self.documents.iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_deref()?)))
+    /// The invoices a small delivery books, with their documents and ids.
+    pub fn held_invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
+        self.held_documents().iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_deref()?)))
     }
 
     /// The bytes the store writes for this delivery as its statement's parameters encode them,
@@ -365,8 +395,8 @@ impl Delivery {
             + self.response.len()
             + self.ack.len()
             + self.outbox_bytes()
-            + self.documents.len() * PER_DOCUMENT
-            + self.lines() * PER_LINE
+            + self.counts.documents * PER_DOCUMENT
+            + self.counts.lines * PER_LINE
     }
 
     /// The bytes the claim statement binds for this delivery when its payload, documents,
@@ -377,45 +407,63 @@ impl Delivery {
         self.response.len() + self.ack.len() + PER_DELIVERY
     }
 
-    /// The bytes of memory recording this delivery holds at its peak, for the memory budget: the
-    /// delivery itself, and what is written three times over (PostgreSQL's one statement is encoded
-    /// into its parameters, then into the wire message, a buffer that grows by doubling).
-    /// Calibrated with heaptrack (`bench/memory.sh` says how) on 20,000 one-line invoices and on
-    /// 31,415 three-line ones, where it was 1.09 and 1.05 times the heap's measured peak; since a
-    /// large interchange's answer leaves its lists to their rows, about 1.0 times it (107 MB against
-    /// 105 MB measured on either engine) on 19,828 three-line invoices.
+    /// The bytes of memory recording this delivery holds at its peak, for the memory budget. A
+    /// small delivery: the delivery itself, and what is written three times over (PostgreSQL's one
+    /// statement is encoded into its parameters, then into the wire message, a buffer that grows
+    /// by doubling); calibrated with heaptrack (on a build without jemalloc), 1.05 to 1.09 times
+    /// the heap's measured peak. A large one: its body, what it holds besides (ids, the answer and the
+    /// acknowledgement, bound once and sent once), and [`WALKED_BYTES`] for the documents mapped
+    /// at a time and their rows on their way.
     pub fn recording_cost(&self) -> usize {
         /// A parsed document with its invoice, as held in memory.
         const HELD_PER_DOCUMENT: usize = 1024;
         /// A parsed invoice line.
         const HELD_PER_LINE: usize = 128;
-        self.written_bytes() * 3
-            + self.payload.len()
-            + self.response.len()
-            + self.outbox_bytes()
-            + self.documents.len() * HELD_PER_DOCUMENT
-            + self.lines() * HELD_PER_LINE
+        match &self.documents {
+            Documents::Held(_) => {
+                self.written_bytes() * 3
+                    + self.payload.len()
+                    + self.response.len()
+                    + self.outbox_bytes()
+                    + self.counts.documents * HELD_PER_DOCUMENT
+                    + self.counts.lines * HELD_PER_LINE
+            }
+            Documents::Walked(walked) => {
+                self.payload.len()
+                    + walked.held_bytes(&self.payload)
+                    + (self.response.len() + self.ack.len()) * 3
+                    + WALKED_BYTES
+            }
+        }
     }
 
     /// What recording a delivery of `body_bytes` shaped like `shape` is expected to cost, known
-    /// once the body is parsed and before its documents are mapped and rendered (which is most of
-    /// the cost): [`Delivery::recording_cost`] measured per body byte, document and line, rounded
-    /// up (about 1.15 times it on 19,828 three-line invoices, 1.06 times on 20,000 one-line ones).
+    /// once the body is parsed and before its documents are mapped and rendered: for a small one,
+    /// [`Delivery::recording_cost`] measured per body byte, document and line, rounded up (about
+    /// 1.06 times it); for a large one, twice its body (the body and, while it is walked, the
+    /// acknowledgement being written, each segment of which is a document's), [`WALKED_BYTES`],
+    /// and what each document leaves held (its ids, its part of the acknowledgement).
     pub fn expected_cost(body_bytes: usize, shape: crate::edi::Shape) -> usize {
         const PER_BODY_BYTE: usize = 4;
         const PER_DOCUMENT: usize = 2560;
         const PER_LINE: usize = 768;
+        /// Held per document of a large delivery.
+        const PER_WALKED_DOCUMENT: usize = 256;
+        if shape.documents >= LARGE_DOCUMENTS {
+            return body_bytes * 2 + shape.documents * PER_WALKED_DOCUMENT + WALKED_BYTES;
+        }
         body_bytes * PER_BODY_BYTE + shape.documents * PER_DOCUMENT + shape.lines * PER_LINE
-    }
-
-    fn lines(&self) -> usize {
-        self.invoices().map(|(_, _, invoice)| invoice.lines.len()).sum()
     }
 
     fn outbox_bytes(&self) -> usize {
         self.outbox.iter().map(|m| m.payload.len()).sum()
     }
 }
+
+/// What recording a large delivery holds at once besides what it keeps: the documents mapped at a
+/// time and their rows on their way to the database (PostgreSQL: one document and 256 KiB of
+/// `COPY` text; SQLite: 64 documents and their rows).
+const WALKED_BYTES: usize = 1024 * 1024;
 
 /// A response body as stored and answered, written into a buffer of its exact size, measured by a
 /// first pass that writes nothing: grown by doubling instead, the buffer of a large interchange's

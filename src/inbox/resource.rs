@@ -279,28 +279,26 @@ pub struct BypassedResource {
 }
 
 impl BypassedResource {
-    pub fn new(
-        interchange: &crate::edi::Interchange<'_>,
-        documents: &[crate::edi::Document],
-    ) -> BypassedResource {
-        let envelope = &interchange.envelope;
-        BypassedResource {
+    /// The answer to `delivery`, not to be recorded.
+    pub fn new(delivery: &super::Delivery) -> Result<BypassedResource, crate::edi::EdiError> {
+        let envelope = delivery.envelope();
+        let documents = delivery.documents().map(|taken| {
+            taken.map(|stored| DocumentResource {
+                kind: stored.document.kind.clone(),
+                control_number: stored.document.control_number.clone(),
+                position: stored.document.position,
+                invoice_id: None,
+            })
+        });
+        Ok(BypassedResource {
             status: "bypassed",
             standard: envelope.standard,
             sender: envelope.sender.clone(),
             receiver: envelope.receiver.clone(),
             control_number: envelope.control_number.clone(),
-            idempotency_key: super::key(envelope),
-            payload_sha256: interchange.fingerprint().to_string(),
-            documents: documents
-                .iter()
-                .map(|d| DocumentResource {
-                    kind: d.kind.clone(),
-                    control_number: d.control_number.clone(),
-                    position: d.position,
-                    invoice_id: None,
-                })
-                .collect(),
-        }
+            idempotency_key: delivery.key().clone(),
+            payload_sha256: delivery.fingerprint().to_string(),
+            documents: documents.collect::<Result<_, _>>()?,
+        })
     }
 }

@@ -239,7 +239,7 @@ impl Ingest {
     fn afford(&self, reservation: &mut Reservation, delivery: &Delivery) -> Result<(), Error> {
         self.budget
             .top_up(reservation, delivery.recording_cost())
-            .map_err(|shortfall| Error::short_of(shortfall, delivery.documents().len()))
+            .map_err(|shortfall| Error::short_of(shortfall, delivery.document_count()))
     }
 
     pub fn options(&self) -> &IngestOptions {
@@ -266,14 +266,14 @@ impl Ingest {
             }
             prepare::Prepared::Bypassed(resource, partner) => {
                 facts.partner_id = partner.map(|p| p.id.clone());
-                return Ok(Ingested::Bypassed(resource));
+                return Ok(Ingested::Bypassed(*resource));
             }
         };
         if let Some(partner) = &partner {
             facts.partner_id = Some(partner.id.clone());
         }
         let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
-        let mut delivery = Arc::new(delivery);
+        let mut delivery = Arc::new(*delivery);
         let held = policies::holds_rejection(partner.as_deref(), &delivery);
         let mut outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, held)).await?;
         if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
@@ -369,7 +369,7 @@ impl Ingest {
             )));
         }
         delivery.distinguish_by_content();
-        let delivery = Arc::new(delivery);
+        let delivery = Arc::new(*delivery);
         if self.store.claim_release(entry_id, received_at).await?.is_none() {
             return Err(Error::WrongState("it was resolved by someone else meanwhile".into()));
         }

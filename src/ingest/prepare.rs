@@ -19,9 +19,9 @@ const INLINE_PARSE_BYTES: usize = 256 * 1024;
 /// What parsing made of an interchange.
 pub(super) enum Prepared {
     /// It goes through the inbox.
-    Delivery(Delivery, Option<Arc<Partner>>),
+    Delivery(Box<Delivery>, Option<Arc<Partner>>),
     /// Every document is of a type its partner declared naturally idempotent: answered without a claim.
-    Bypassed(BypassedResource, Option<Arc<Partner>>),
+    Bypassed(Box<BypassedResource>, Option<Arc<Partner>>),
 }
 
 /// Parses and maps `inbound` under its partner's settings. Once parsed, and before its documents are
@@ -57,21 +57,21 @@ pub(super) async fn prepare(
                 interchange = interchange.refusing_mismatches();
             }
             let received = Received { payload: body.clone(), content_type, received_at };
-            Ok(match interchange.documents() {
-                Ok(documents) if partner.as_ref().is_some_and(|p| p.bypasses(&documents)) => {
-                    Prepared::Bypassed(BypassedResource::new(&interchange, &documents), partner)
+            Ok(match Delivery::processed(&interchange, received.clone()) {
+                Ok(delivery) if partner.as_ref().is_some_and(|p| p.bypasses(delivery.kinds())) => {
+                    let resource = BypassedResource::new(&delivery).map_err(Error::Malformed)?;
+                    Prepared::Bypassed(Box::new(resource), partner)
                 }
-                Ok(documents) => {
-                    let mut delivery = Delivery::processed(&interchange, documents, received);
+                Ok(mut delivery) => {
                     if options.book_with_accounting {
                         delivery.book_with_accounting();
                     }
-                    Prepared::Delivery(delivery, partner)
+                    Prepared::Delivery(Box::new(delivery), partner)
                 }
                 Err(error) => {
                     let delivery =
                         Delivery::rejected(&interchange, &error, received, |id| invalid(&error, id));
-                    Prepared::Delivery(delivery, partner)
+                    Prepared::Delivery(Box::new(delivery), partner)
                 }
             })
         };

@@ -132,10 +132,10 @@ pub struct Partner {
 impl Partner {
     /// Whether an interchange of these documents bypasses the inbox: all of them are of types the
     /// partner declared naturally idempotent.
-    pub fn bypasses(&self, documents: &[crate::edi::Document]) -> bool {
-        !documents.is_empty()
+    pub fn bypasses(&self, kinds: &[String]) -> bool {
+        !kinds.is_empty()
             && !self.bypass_documents.is_empty()
-            && documents.iter().all(|d| self.bypass_documents.contains(&d.kind))
+            && kinds.iter().all(|kind| self.bypass_documents.contains(kind))
     }
 }
 

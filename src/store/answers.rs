@@ -23,7 +23,7 @@ impl Store {
     /// Interchange `id`'s answer as first given: `stored` itself, or when its lists are read from
     /// rows, `stored` with its documents (in the order of the interchange) and invoices (in the
     /// order of their documents) written in.
-    pub(super) async fn whole_answer(
+    pub async fn whole_answer(
         &self,
         id: Uuid,
         stored: String,

@@ -10,6 +10,7 @@ use sqlx::PgConnection;
 use sqlx::postgres::PgCopyIn;
 use uuid::Uuid;
 
+use super::StoreError;
 use super::tables::{self, PayloadRow, Table};
 
 /// Bytes of rows sent to the server at a time.
@@ -121,18 +122,20 @@ impl<T: CopyText> CopyText for Option<T> {
     }
 }
 
-/// Streams `rows` into their table with one `COPY`, on the connection's open transaction; returns
-/// how many the server wrote. A failure aborts the copy (the transaction then rolls back).
-pub(super) async fn copy_rows<T: Table + CopyRow>(
+/// Streams into table `T`, with one `COPY` on the connection's open transaction, the rows `write`
+/// writes of each of `items` (none or several lines each), as the items are taken; returns how many
+/// rows the server wrote. A failure aborts the copy (the transaction then rolls back).
+pub(super) async fn copy_rows<T: Table, I>(
     conn: &mut PgConnection,
-    rows: impl Iterator<Item = T>,
-) -> Result<u64, sqlx::Error> {
+    items: impl Iterator<Item = Result<I, StoreError>>,
+    mut write: impl FnMut(&I, &mut Vec<u8>),
+) -> Result<u64, StoreError> {
     let statement = format!("COPY {} ({}) FROM STDIN", T::NAME, tables::names(T::COLUMNS));
     let mut copy = conn.copy_in_raw(&statement).await?;
     let mut chunk = Vec::with_capacity(CHUNK_BYTES + 4096);
     let sent = async {
-        for row in rows {
-            row.write_line(&mut chunk);
+        for item in items {
+            write(&item?, &mut chunk);
             if chunk.len() >= CHUNK_BYTES {
                 copy.send(chunk.as_slice()).await?;
                 chunk.clear();
@@ -141,7 +144,7 @@ pub(super) async fn copy_rows<T: Table + CopyRow>(
         if !chunk.is_empty() {
             copy.send(chunk.as_slice()).await?;
         }
-        Ok::<(), sqlx::Error>(())
+        Ok::<(), StoreError>(())
     }
     .await;
     finish(copy, sent).await
@@ -175,12 +178,12 @@ pub(super) async fn copy_payload(conn: &mut PgConnection, row: &PayloadRow<'_>) 
 
 /// Ends a copy: finished when everything was sent, aborted otherwise (the transaction then rolls
 /// back; the connection may be gone already, and the error that matters is the first one).
-async fn finish(
+async fn finish<E: std::fmt::Display + From<sqlx::Error>>(
     copy: PgCopyIn<&mut PgConnection>,
-    sent: Result<(), sqlx::Error>,
-) -> Result<u64, sqlx::Error> {
+    sent: Result<(), E>,
+) -> Result<u64, E> {
     match sent {
-        Ok(()) => copy.finish().await,
+        Ok(()) => Ok(copy.finish().await?),
         Err(error) => {
             let _ = copy.abort(error.to_string()).await;
             Err(error)

@@ -13,9 +13,9 @@ use super::tables::{InvoiceRow, LineRow};
 use super::{Store, StoreError};
 use crate::edi::Warning;
 use crate::edi::invoice::{DocumentKind, Invoice, InvoiceLine, Party, PriceKind};
-use crate::inbox::Delivery;
 use crate::inbox::outbox::{AccountingState, AccountingStatus};
 use crate::inbox::resource::{InvoiceResource, Page};
+use crate::inbox::{Delivery, StoredDocument};
 
 /// Filters of `GET /v1/invoices`.
 #[derive(Debug, Default)]
@@ -311,15 +311,21 @@ pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<Line
     (invoice_rows(delivery).collect(), line_rows(delivery).collect())
 }
 
-/// The `invoices` rows of a delivery.
+/// The `invoices` rows of a small delivery (a large one's are walked).
 pub(super) fn invoice_rows(delivery: &Delivery) -> impl Iterator<Item = InvoiceRow<'_>> {
+    delivery.held_documents().iter().filter_map(|stored| invoice_row(delivery.id(), stored))
+}
+
+/// The `invoices` row of one of the documents of delivery `inbox_id`, when it is an invoice.
+pub(super) fn invoice_row(inbox_id: Uuid, stored: &StoredDocument) -> Option<InvoiceRow<'_>> {
     fn field(party: &Option<Party>, get: fn(&Party) -> Option<&str>) -> Option<&str> {
         party.as_ref().and_then(get)
     }
-    delivery.invoices().map(move |(document, id, invoice)| InvoiceRow {
-        id,
-        inbox_id: delivery.id(),
-        document_id: document.id,
+    let invoice = stored.document.invoice.as_deref()?;
+    Some(InvoiceRow {
+        id: stored.invoice_id?,
+        inbox_id,
+        document_id: stored.id,
         number: &invoice.number,
         issue_date: invoice.issue_date.to_string(),
         purchase_order: invoice.purchase_order.as_deref(),
@@ -351,9 +357,15 @@ pub(super) fn invoice_rows(delivery: &Delivery) -> impl Iterator<Item = InvoiceR
     })
 }
 
-/// The `invoice_lines` rows of a delivery.
+/// The `invoice_lines` rows of a small delivery (a large one's are walked).
 pub(super) fn line_rows(delivery: &Delivery) -> impl Iterator<Item = LineRow<'_>> {
-    delivery.invoices().flat_map(|(_, id, invoice)| {
+    delivery.held_documents().iter().flat_map(lines_of)
+}
+
+/// The `invoice_lines` rows of one of a delivery's documents (none unless it is an invoice).
+pub(super) fn lines_of(stored: &StoredDocument) -> impl Iterator<Item = LineRow<'_>> {
+    let invoice = stored.invoice_id.zip(stored.document.invoice.as_deref());
+    invoice.into_iter().flat_map(|(id, invoice)| {
         invoice.lines.iter().map(move |line| LineRow {
             invoice_id: id,
             line_number: i32::try_from(line.number).unwrap_or(i32::MAX),

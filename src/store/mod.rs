@@ -62,6 +62,7 @@ mod operators;
 mod outbox;
 mod partitions;
 mod partners;
+mod pieces;
 mod postgres;
 mod purge;
 mod quarantine;
@@ -394,6 +395,9 @@ impl Store {
             *body = self.whole_answer(*id, std::mem::take(body), *lists_from_rows).await?;
             *lists_from_rows = false;
         }
+        if matches!(outcome, Outcome::Recorded { .. }) && delivery.books_with_accounting() {
+            self.shared.outbox_written.notify_one();
+        }
         match &outcome {
             Outcome::Recorded { .. }
                 if delivery.status() == Status::Processed && !delivery.lists_from_rows() =>
@@ -404,9 +408,6 @@ impl Store {
                     delivery.fingerprint(),
                     delivery.response(),
                 );
-                if !delivery.outbox().is_empty() {
-                    self.shared.outbox_written.notify_one();
-                }
             }
             Outcome::Replayed { id, status: Status::Processed, body, .. } => {
                 self.shared.replays.insert(delivery.key(), *id, delivery.fingerprint(), body);

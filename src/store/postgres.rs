@@ -20,9 +20,10 @@ use uuid::Uuid;
 use std::sync::{Arc, LazyLock};
 
 use super::batch::{self, Job};
+use super::copy::CopyRow;
 use super::copy::{copy_payload, copy_rows};
 use super::invoices::{self, effect_rows};
-use super::rows;
+use super::rows::{self, walked};
 use super::tables::{
     self, AckArrays, AckRow, Arrays, DeliveryArrays, DeliveryRow, DocumentArrays, DocumentRow, InboxArrays,
     InboxRow, InvoiceArrays, InvoiceRow, LineArrays, LineRow, OutboxArrays, OutboxRow, PayloadArrays,
@@ -34,7 +35,7 @@ use super::durability::synchronous;
 use super::hosts::Primary;
 use super::{StoreError, StoreOptions, audit};
 use crate::edi::ack;
-use crate::inbox::{Claim, LARGE_DOCUMENTS, Next, Outcome, decide};
+use crate::inbox::{Claim, Next, Outcome, decide};
 
 /// The pool (on the current primary) and the queue of the writer tasks.
 #[derive(Clone)]
@@ -263,7 +264,7 @@ enum Effects {
 
 impl Effects {
     fn of(job: &Job) -> Effects {
-        match job.delivery.documents().len() >= LARGE_DOCUMENTS {
+        match job.delivery.lists_from_rows() {
             true => Effects::Streamed,
             false => Effects::Bound,
         }
@@ -323,10 +324,25 @@ async fn record_streamed(pool: &PgPool, job: &Job) -> Result<Outcome, StoreError
         if claim.as_ref().is_some_and(|claim| claim.fresh) {
             let d = &*job.delivery;
             copy_payload(&mut tx, &rows::payload_row(d)).await?;
-            copy_rows(&mut tx, rows::document_rows(d)).await?;
-            copy_rows(&mut tx, invoices::invoice_rows(d)).await?;
-            copy_rows(&mut tx, invoices::line_rows(d)).await?;
-            copy_rows(&mut tx, rows::outbox_rows(d)).await?;
+            copy_rows::<DocumentRow, _>(&mut tx, walked(d, d.outlines()), |stored, out| {
+                rows::document_row(d.id(), stored).write_line(out);
+            })
+            .await?;
+            copy_rows::<InvoiceRow, _>(&mut tx, walked(d, d.documents()), |stored, out| {
+                invoices::invoice_row(d.id(), stored).iter().for_each(|row| row.write_line(out));
+            })
+            .await?;
+            copy_rows::<LineRow, _>(&mut tx, walked(d, d.documents()), |stored, out| {
+                invoices::lines_of(stored).for_each(|row| row.write_line(out));
+            })
+            .await?;
+            if d.books_with_accounting() {
+                copy_rows::<OutboxRow, _>(&mut tx, walked(d, d.documents()), |stored, out| {
+                    let message = d.booking(stored);
+                    message.iter().for_each(|m| rows::outbox_row(m, d.received_at()).write_line(out));
+                })
+                .await?;
+            }
             tx.commit().await?;
         }
         Ok::<_, StoreError>(claim)

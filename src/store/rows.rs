@@ -11,13 +11,14 @@ use sqlx::query_builder::Separated;
 use sqlx::{Connection, Database, Executor, IntoArguments, QueryBuilder};
 use uuid::Uuid;
 
+use super::StoreError;
 use super::audit::AttemptFacts;
 use super::position;
 use super::tables::{self, AckRow, Bind, DeliveryRow, DocumentRow, InboxRow, OutboxRow, PayloadRow, Table};
 use crate::edi::ack;
-use crate::inbox::Delivery;
-use crate::inbox::outbox::{self, AccountingStatus};
+use crate::inbox::outbox::{self, AccountingStatus, OutboxMessage};
 use crate::inbox::resource::IdempotencyKey;
+use crate::inbox::{Delivery, StoredDocument, Taken};
 use crate::partners::PartnerId;
 
 /// Rows per INSERT: 17 columns × 500 stays far below the limit. Their text varies with the row
@@ -140,15 +141,35 @@ pub(super) fn payload_row(d: &Delivery) -> PayloadRow<'_> {
     PayloadRow { inbox_id: d.id(), received_at: d.received_at(), body: d.payload().as_ref() }
 }
 
-/// The `documents` rows of a delivery.
-pub(super) fn document_rows(d: &Delivery) -> impl Iterator<Item = DocumentRow<'_>> {
-    d.documents().iter().map(|stored| DocumentRow {
+/// Documents of delivery `d` as the store takes them (see [`Delivery::documents`]).
+pub(super) fn walked<'a>(
+    d: &'a Delivery,
+    documents: impl Iterator<Item = Taken<'a>> + 'a,
+) -> impl Iterator<Item = Result<Cow<'a, StoredDocument>, StoreError>> + 'a {
+    documents.map(move |taken| {
+        taken.map_err(|error| {
+            StoreError::Corrupt(format!(
+                "interchange {} maps otherwise than when it was read: {error}",
+                d.id()
+            ))
+        })
+    })
+}
+
+/// The `documents` row of one of the documents of delivery `inbox_id`.
+pub(super) fn document_row(inbox_id: Uuid, stored: &StoredDocument) -> DocumentRow<'_> {
+    DocumentRow {
         id: stored.id,
-        inbox_id: d.id(),
+        inbox_id,
         position: position(stored.document.position),
         doc_type: &stored.document.kind,
         control_number: &stored.document.control_number,
-    })
+    }
+}
+
+/// The `documents` rows of a small delivery (a large one's are walked).
+pub(super) fn document_rows(d: &Delivery) -> impl Iterator<Item = DocumentRow<'_>> {
+    d.held_documents().iter().map(|stored| document_row(d.id(), stored))
 }
 
 /// The `acks` row of a delivery numbered `control_number`; 0: numbered by the statement that
@@ -161,16 +182,22 @@ pub(super) fn ack_row(d: &Delivery, control_number: i64) -> AckRow<'_> {
     AckRow { inbox_id: d.id(), control_number, body, created_at: d.received_at() }
 }
 
-/// The `outbox` rows of a delivery: each invoice to hand to the accounting API, due now.
-pub(super) fn outbox_rows(d: &Delivery) -> impl Iterator<Item = OutboxRow<'_>> {
-    d.outbox().iter().map(|m| OutboxRow {
+/// The `outbox` row of message `m` of a delivery received `at`: an invoice to hand to the
+/// accounting API, due now.
+pub(super) fn outbox_row(m: &OutboxMessage, at: DateTime<Utc>) -> OutboxRow<'_> {
+    OutboxRow {
         id: m.id,
         invoice_id: m.invoice_id,
         destination: outbox::ACCOUNTING_API,
         idempotency_key: &m.idempotency_key,
         payload: &m.payload,
         status: AccountingStatus::Pending.as_str(),
-        next_attempt_at: d.received_at(),
-        created_at: d.received_at(),
-    })
+        next_attempt_at: at,
+        created_at: at,
+    }
+}
+
+/// The `outbox` rows of a small delivery (a large one's are made as its documents are walked).
+pub(super) fn outbox_rows(d: &Delivery) -> impl Iterator<Item = OutboxRow<'_>> {
+    d.outbox().iter().map(|m| outbox_row(m, d.received_at()))
 }

@@ -17,9 +17,9 @@ use uuid::Uuid;
 
 use super::batch::{self, Job};
 use super::invoices;
-use super::rows::{self, CHUNK_ROWS, insert_rows};
+use super::rows::{self, CHUNK_ROWS, insert_rows, walked};
 use super::tables::{self, AckRow, Bind, DeliveryRow, InboxRow};
-use super::{StoreError, StoreOptions, audit};
+use super::{StoreError, StoreOptions, audit, pieces};
 use crate::inbox::{Claim, Delivery, Next, Outcome, decide};
 
 /// The pool (for reads) and the queue of the writer task.
@@ -225,7 +225,12 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     let numbers: Vec<i64> =
         (0..count).map(|n| (allocated - count + n) % MAX_ACK_CONTROL_NUMBER + 1).collect();
     let conn = &mut *tx;
-    insert_rows(conn, each(fresh, |d| std::iter::once(rows::payload_row(d))), "").await?;
+    let (piecewise, bound): (Vec<&Job>, Vec<&Job>) =
+        fresh.iter().partition(|job| job.delivery.payload().len() >= pieces::PIECEWISE_BYTES);
+    insert_rows(conn, each(&bound, |d| std::iter::once(rows::payload_row(d))), "").await?;
+    for job in piecewise {
+        pieces::write_piecewise(conn, &rows::payload_row(&job.delivery)).await?;
+    }
     insert_rows(conn, each(fresh, rows::document_rows), "").await?;
     insert_rows(conn, each(fresh, invoices::invoice_rows), "").await?;
     insert_rows(conn, each(fresh, invoices::line_rows), "").await?;
@@ -238,5 +243,35 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
         fresh.iter().zip(reused).map(|(job, reused)| job.audit_row(reused).row()).collect();
     insert_rows(conn, audited, "").await?;
     insert_rows(conn, each(fresh, rows::outbox_rows), "").await?;
+    for job in fresh.iter().filter(|job| job.delivery.lists_from_rows()) {
+        write_walked(conn, &job.delivery).await?;
+    }
     Ok(numbers)
+}
+
+/// Documents of a large delivery mapped and written at a time: with their rows, far less than the
+/// memory budget charges a large delivery for them (a megabyte).
+const WALKED_CHUNK: usize = 64;
+
+/// Writes a large delivery's documents, invoices, lines and outbox messages [`WALKED_CHUNK`]
+/// documents at a time, mapped again as they are taken.
+async fn write_walked(conn: &mut SqliteConnection, d: &Delivery) -> Result<(), StoreError> {
+    let mut documents = walked(d, d.documents());
+    loop {
+        let chunk: Vec<_> = documents.by_ref().take(WALKED_CHUNK).collect::<Result<_, _>>()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        // Each table's rows are made before its insert is awaited.
+        let documents: Vec<_> = chunk.iter().map(|stored| rows::document_row(d.id(), stored)).collect();
+        insert_rows(conn, documents, "").await?;
+        let invoices: Vec<_> =
+            chunk.iter().filter_map(|stored| invoices::invoice_row(d.id(), stored)).collect();
+        insert_rows(conn, invoices, "").await?;
+        let lines: Vec<_> = chunk.iter().flat_map(|stored| invoices::lines_of(stored)).collect();
+        insert_rows(conn, lines, "").await?;
+        let bookings: Vec<_> = chunk.iter().filter_map(|stored| d.booking(stored)).collect();
+        let outbox: Vec<_> = bookings.iter().map(|m| rows::outbox_row(m, d.received_at())).collect();
+        insert_rows(conn, outbox, "").await?;
+    }
 }

@@ -2,18 +2,20 @@
 //! minimum rate, never past the body limit; and draining the body of a request refused before it
 //! was read, so that its client gets the answer.
 
+use axum::body::HttpBody as _;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::http::request::Parts;
+use bytes::BytesMut;
 use http_body_util::BodyExt;
 
 use crate::http::problem::ApiError;
 
-/// Copies of a body that reading and parsing hold at once at most (the body, its unwrapped form, the
-/// parsed segments), charged to the memory budget as the body is read (reserved before it is read
-/// for a partner proven by its API key); once parsed, the delivery tops the reservation up to what
-/// recording it costs.
-pub const READ_COPIES: usize = 4;
+/// Copies of a body that reading and parsing hold at once at most (the body, and a wrapped one's
+/// copy without line breaks; segments are read from the body, not held), charged to the memory
+/// budget as the body is read (reserved before it is read for a partner proven by its API key);
+/// once parsed, the delivery tops the reservation up to what recording it costs.
+pub const READ_COPIES: usize = 2;
 
 /// Bytes read between two charges of the memory budget.
 const CHARGE_STEP: usize = 64 * 1024;
@@ -41,7 +43,10 @@ pub async fn read_body(
         0 => None,
         rate => Some(started + BODY_GRACE + std::time::Duration::from_secs_f64(read as f64 / rate as f64)),
     };
-    let mut chunks: Vec<Bytes> = Vec::new();
+    // A body that arrives in one frame is that frame; one in several is copied, as it arrives, into
+    // one buffer of its declared length (the frames then freed), never held twice over.
+    let declared = usize::try_from(body.size_hint().lower()).unwrap_or(0).min(limit);
+    let (mut first, mut joined): (Option<Bytes>, Option<BytesMut>) = (None, None);
     let mut read = 0usize;
     loop {
         let next = match due(read) {
@@ -63,12 +68,18 @@ pub async fn read_body(
             return Err(ApiError::PayloadTooLarge(limit));
         }
         charge(read)?;
-        chunks.push(data);
+        match (&mut joined, first.take()) {
+            (Some(buffer), _) => buffer.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (None, Some(previous)) => {
+                let mut buffer = BytesMut::with_capacity(declared.max(read));
+                buffer.extend_from_slice(&previous);
+                buffer.extend_from_slice(&data);
+                joined = Some(buffer);
+            }
+        }
     }
-    Ok(match chunks.len() {
-        1 => chunks.swap_remove(0),
-        _ => chunks.concat().into(),
-    })
+    Ok(joined.map(BytesMut::freeze).or(first).unwrap_or_default())
 }
 
 /// Most bytes of a refused request's body read and thrown away, and for how long.

@@ -45,10 +45,14 @@ pub(super) async fn respond(
                 (Representation::Minimal, Status::Processed) => {
                     Representation::minimal(&delivery.minimal().map_err(|_| ApiError::Internal)?)?
                 }
-                _ => match delivery.full_response() {
-                    Some(whole) => (Bytes::from(whole), None),
-                    None => (Bytes::from_owner(Answer(Arc::clone(delivery))), None),
-                },
+                // A large interchange's documents and invoices are listed from their rows, as
+                // every replay lists them.
+                _ if delivery.lists_from_rows() => {
+                    let whole =
+                        ctx.store.whole_answer(delivery.id(), delivery.response().to_owned(), true).await?;
+                    (Bytes::from(whole), None)
+                }
+                _ => (Bytes::from_owner(Answer(Arc::clone(delivery))), None),
             };
             (delivery, status, answer, false, delivery.id())
         }

@@ -6,7 +6,8 @@
 # single-invoice deliveries take at the load driver's unique rate (64 connections, 10 s) on the same
 # engine. The memory budget is raised so that no delivery waits for it: what is measured is what
 # recording costs, not what admission allows.
-# Usage: bench/large.sh [INVOICES]   (default 20000)
+# Usage: bench/large.sh [INVOICES]   (default 20000; LARGE_BIN=path measures another build of the
+# server, e.g. the previous commit's, on the same corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 invoices=${1:-20000}
@@ -28,7 +29,7 @@ serve() { # ENGINE
     rm -f "$work"/large.db*
     url=sqlite://$work/large.db
   fi
-  RUST_LOG=warn,edi_inbox=info start_server "$work/server.log" target/release/edi-inbox --database-url "$url"
+  RUST_LOG=warn,edi_inbox=info start_server "$work/server.log" "${LARGE_BIN:-target/release/edi-inbox}" --database-url "$url"
 }
 stop() {
   kill "$server"

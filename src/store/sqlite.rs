@@ -249,8 +249,10 @@ async fn write_effects(tx: &mut SqliteConnection, fresh: &[&Job]) -> Result<Vec<
     Ok(numbers)
 }
 
-/// Documents of a large delivery mapped and written at a time: with their rows, far less than the
-/// memory budget charges a large delivery for them (a megabyte).
+/// Documents of a large delivery mapped and written at a time: with their rows, less than the memory
+/// budget charges a large delivery for them (a megabyte). More at a time makes fewer statements and
+/// holds more: eight interchanges of 19,828 invoices at once took 10.2 s with 64 (the peak of one:
+/// 7.4 times its body), 8.0 s with 128 (7.8 times) and 7.9 s with 256 (7.9 times).
 const WALKED_CHUNK: usize = 64;
 
 /// Writes a large delivery's documents, invoices, lines and outbox messages [`WALKED_CHUNK`]

@@ -139,7 +139,10 @@ class Cluster:
     def spawn(self, name, command, as_postgres_user=False):
         log = open(self.work / f"{name}.log", "a")
         prefix = failover.AS_POSTGRES if as_postgres_user else []
-        return subprocess.Popen(prefix + [str(c) for c in command], stdout=log, stderr=subprocess.STDOUT)
+        # In the work directory: Patroni's helper processes change into their parent's directory,
+        # which the postgres user cannot enter when the checkout lies in a private one (mktemp -d).
+        return subprocess.Popen(prefix + [str(c) for c in command], stdout=log, stderr=subprocess.STDOUT,
+                                cwd=self.work)
 
     def start(self):
         self.others.append(self.spawn("etcd", [

@@ -67,10 +67,10 @@ pub(super) struct Found {
 
 impl Documents {
     /// Walks `interchange` (read from `payload`) once, validating and mapping every document: held
-    /// when there are fewer than [`LARGE_DOCUMENTS`], otherwise only their ids and warnings kept.
+    /// while there are fewer than [`LARGE_DOCUMENTS`], from then on only their ids and warnings kept.
     pub(super) fn find(interchange: &Interchange<'_>, payload: &Bytes) -> Result<Found, EdiError> {
-        let large = interchange.shape().documents >= LARGE_DOCUMENTS;
         let (mut held, mut ids, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+        let mut large = false;
         let (mut counts, mut kinds) = (Counts::default(), Vec::<String>::new());
         for document in interchange.walk()? {
             let document = document?;
@@ -88,10 +88,17 @@ impl Documents {
                 warnings.extend(document.warnings);
             } else {
                 held.push(StoredDocument { id, invoice_id, document });
+                if held.len() == LARGE_DOCUMENTS {
+                    large = true;
+                    for stored in held.drain(..) {
+                        ids.push((stored.id, stored.invoice_id));
+                        warnings.extend(stored.document.warnings);
+                    }
+                }
             }
         }
         let documents = if large {
-            let text = match interchange.input() == payload.as_ref() {
+            let text = match std::ptr::eq(interchange.input(), payload.as_ref()) {
                 true => payload.clone(),
                 false => Bytes::copy_from_slice(interchange.input()),
             };

@@ -8,6 +8,8 @@
 //! allocated by the store, per partner, in the transaction that records the interchange: the text
 //! generated here holds [`CONTROL_NUMBER`] where that number goes.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 
 use super::syntax::Segment;
@@ -26,6 +28,31 @@ pub fn acknowledge(interchange: &Interchange<'_>, error: Option<&EdiError>, at: 
     match interchange.envelope.standard {
         Standard::X12 => x12(interchange, error, at),
         Standard::Edifact => contrl(interchange, error, at),
+    }
+}
+
+/// An acknowledgement written a segment at a time into one string: each segment ended by the
+/// terminator and a line break (unless the terminator is one), and counted. One string for any
+/// number of documents, never a string per segment.
+struct Segments {
+    out: String,
+    terminator: char,
+    count: usize,
+}
+
+impl Segments {
+    fn new(terminator: char) -> Segments {
+        Segments { out: String::new(), terminator, count: 0 }
+    }
+
+    fn push(&mut self, segment: std::fmt::Arguments<'_>) {
+        // Writing into a String cannot fail.
+        let _ = self.out.write_fmt(segment);
+        self.out.push(self.terminator);
+        if self.terminator != '\n' {
+            self.out.push('\n');
+        }
+        self.count += 1;
     }
 }
 
@@ -96,13 +123,24 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
     let field = |n: usize| String::from_utf8_lossy(isa.element(n)).into_owned();
     let version = field(12);
     let (groups, level) = structure(ic, error, [b"GS", b"GE", b"ST", b"SE"]);
-    let mut body: Vec<String> = Vec::new();
+    let mut body = Segments::new(s);
+    body.push(format_args!(
+        "ISA{e}00{e}          {e}00{e}          {e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{version}{e}{CONTROL_NUMBER}{e}0{e}{}{e}{c}",
+        field(7),
+        field(8),
+        field(5),
+        field(6),
+        at.format("%y%m%d"),
+        at.format("%H%M"),
+        field(11),
+        field(15),
+    ));
     if field(14).trim() == "1" || level == Some(Level::Interchange) {
         let (status, note) = match (level, error) {
             (Some(Level::Interchange), Some(error)) => ("R", ta1_note(error)),
             _ => ("A", "000"),
         };
-        body.push(format!("TA1{e}{}{e}{}{e}{}{e}{status}{e}{note}", field(13), field(9), field(10)));
+        body.push(format_args!("TA1{e}{}{e}{}{e}{}{e}{status}{e}{note}", field(13), field(9), field(10)));
     }
     let mut sets = 0;
     if level != Some(Level::Interchange) && !groups.is_empty() {
@@ -110,7 +148,7 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
         let gs_field = |n: usize| {
             first_gs.map(|gs| String::from_utf8_lossy(gs.element(n)).into_owned()).unwrap_or_default()
         };
-        body.push(format!(
+        body.push(format_args!(
             "GS{e}FA{e}{}{e}{}{e}{}{e}{}{e}{CONTROL_NUMBER}{e}X{e}{}",
             gs_field(3),
             gs_field(2),
@@ -122,22 +160,22 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
         for (g, group) in groups.iter().enumerate() {
             sets += 1;
             let set_control = format!("{sets:04}");
-            let start = body.len();
+            let start = body.count;
             let gs = |n: usize| {
                 group.header.map(|gs| String::from_utf8_lossy(gs.element(n)).into_owned()).unwrap_or_default()
             };
             if implementation {
-                body.push(format!("ST{e}999{e}{set_control}{e}{}", gs(8)));
-                body.push(format!("AK1{e}{}{e}{}{e}{}", gs(1), gs(6), gs(8)));
+                body.push(format_args!("ST{e}999{e}{set_control}{e}{}", gs(8)));
+                body.push(format_args!("AK1{e}{}{e}{}{e}{}", gs(1), gs(6), gs(8)));
             } else {
-                body.push(format!("ST{e}997{e}{set_control}"));
-                body.push(format!("AK1{e}{}{e}{}", gs(1), gs(6)));
+                body.push(format_args!("ST{e}997{e}{set_control}"));
+                body.push(format_args!("AK1{e}{}{e}{}", gs(1), gs(6)));
             }
             let group_rejected =
                 error.is_some() && matches!(level, Some(Level::Group(x) | Level::Document(x, _)) if x == g);
             let mut accepted = 0;
             for (n, st) in group.documents.iter().enumerate() {
-                body.push(format!(
+                body.push(format_args!(
                     "AK2{e}{}{e}{}",
                     String::from_utf8_lossy(st.element(1)),
                     String::from_utf8_lossy(st.element(2))
@@ -150,23 +188,23 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
                             && !matches!(tag.as_str(), "ST" | "SE")
                         {
                             let in_set = position + 1 - st.position;
-                            body.push(format!(
+                            body.push(format_args!(
                                 "{segment_tag}{e}{tag}{e}{in_set}{e}{e}{}",
                                 segment_code(error)
                             ));
                             if let Some(number) = error.element_number() {
-                                body.push(format!("{element}{e}{number}{e}{e}{}", element_code(error)));
+                                body.push(format_args!("{element}{e}{number}{e}{e}{}", element_code(error)));
                             }
                         }
                         let result = if implementation { "IK5" } else { "AK5" };
-                        body.push(format!("{result}{e}R{e}{}", set_code(error, tag_of(error))));
+                        body.push(format_args!("{result}{e}R{e}{}", set_code(error, tag_of(error))));
                     }
                     _ if group_rejected || error.is_some() => {
-                        body.push(format!("{}{e}R", if implementation { "IK5" } else { "AK5" }));
+                        body.push(format_args!("{}{e}R", if implementation { "IK5" } else { "AK5" }));
                     }
                     _ => {
                         accepted += 1;
-                        body.push(format!("{}{e}A", if implementation { "IK5" } else { "AK5" }));
+                        body.push(format_args!("{}{e}A", if implementation { "IK5" } else { "AK5" }));
                     }
                 }
             }
@@ -176,34 +214,15 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
                 (Some(Level::Group(x)), Some(error)) if x == g => format!("{e}{}", group_code(error)),
                 _ => String::new(),
             };
-            body.push(format!("AK9{e}{status}{e}{received}{e}{received}{e}{accepted}{group_error}"));
-            body.push(format!("SE{e}{}{e}{set_control}", body.len() - start + 1));
+            body.push(format_args!("AK9{e}{status}{e}{received}{e}{received}{e}{accepted}{group_error}"));
+            let count = body.count - start + 1;
+            body.push(format_args!("SE{e}{count}{e}{set_control}"));
         }
-        body.push(format!("GE{e}{sets}{e}{CONTROL_NUMBER}"));
+        body.push(format_args!("GE{e}{sets}{e}{CONTROL_NUMBER}"));
     }
     let groups_sent = usize::from(sets > 0);
-    let header = format!(
-        "ISA{e}00{e}          {e}00{e}          {e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{version}{e}{CONTROL_NUMBER}{e}0{e}{}{e}{c}",
-        field(7),
-        field(8),
-        field(5),
-        field(6),
-        at.format("%y%m%d"),
-        at.format("%H%M"),
-        field(11),
-        field(15),
-    );
-    let mut out = String::new();
-    for segment in
-        std::iter::once(header).chain(body).chain([format!("IEA{e}{groups_sent}{e}{CONTROL_NUMBER}")])
-    {
-        out.push_str(&segment);
-        out.push(s);
-        if s != '\n' {
-            out.push('\n');
-        }
-    }
-    out
+    body.push(format_args!("IEA{e}{groups_sent}{e}{CONTROL_NUMBER}"));
+    body.out
 }
 
 fn tag_of(error: &EdiError) -> &str {
@@ -308,10 +327,24 @@ fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> 
         ),
         _ => String::new(),
     };
-    let mut body = vec![
-        "UNH+1+CONTRL:D:3:UN".to_owned(),
-        format!("UCI+{}+{}+{}+{action}{interchange_error}", text(unb, 5), text(unb, 2), text(unb, 3)),
-    ];
+    let mut body = Segments::new('\'');
+    body.out.push_str("UNA:+.? '");
+    body.push(format_args!(
+        "UNB+{}+{}+{}+{}:{}+{CONTROL_NUMBER}",
+        text(unb, 1),
+        text(unb, 3),
+        text(unb, 2),
+        at.format("%y%m%d"),
+        at.format("%H%M")
+    ));
+    let start = body.count;
+    body.push(format_args!("UNH+1+CONTRL:D:3:UN"));
+    body.push(format_args!(
+        "UCI+{}+{}+{}+{action}{interchange_error}",
+        text(unb, 5),
+        text(unb, 2),
+        text(unb, 3)
+    ));
     if level != Some(Level::Interchange) {
         for (g, group) in groups.iter().enumerate() {
             for (m, unh) in group.documents.iter().enumerate() {
@@ -321,49 +354,35 @@ fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> 
                     Some(error) => {
                         let tag = error.segment.as_deref().unwrap_or_default();
                         if matches!(tag, "UNH" | "UNT") {
-                            body.push(format!(
+                            body.push(format_args!(
                                 "UCM+{}+{}+4+{}",
                                 text(unh, 1),
                                 text(unh, 2),
                                 contrl_code(error)
                             ));
                         } else {
-                            body.push(format!("UCM+{}+{}+4", text(unh, 1), text(unh, 2)));
+                            body.push(format_args!("UCM+{}+{}+4", text(unh, 1), text(unh, 2)));
                             if let Some(position) = error.segment_position {
-                                body.push(format!(
+                                body.push(format_args!(
                                     "UCS+{}+{}",
                                     position + 1 - unh.position,
                                     contrl_code(error)
                                 ));
                                 if let Some(number) = error.element_number() {
-                                    body.push(format!("UCD+{}+{number}", contrl_code(error)));
+                                    body.push(format_args!("UCD+{}+{number}", contrl_code(error)));
                                 }
                             }
                         }
                     }
-                    None => body.push(format!("UCM+{}+{}+{action}", text(unh, 1), text(unh, 2))),
+                    None => body.push(format_args!("UCM+{}+{}+{action}", text(unh, 1), text(unh, 2))),
                 }
             }
         }
     }
-    body.push(format!("UNT+{}+1", body.len() + 1));
-    let header = [
-        "UNA:+.? '".to_owned(),
-        format!(
-            "UNB+{}+{}+{}+{}:{}+{CONTROL_NUMBER}",
-            text(unb, 1),
-            text(unb, 3),
-            text(unb, 2),
-            at.format("%y%m%d"),
-            at.format("%H%M")
-        ),
-    ];
-    let mut out = header[0].clone();
-    for segment in header[1..].iter().cloned().chain(body).chain([format!("UNZ+1+{CONTROL_NUMBER}")]) {
-        out.push_str(&segment);
-        out.push_str("'\n");
-    }
-    out
+    let count = body.count - start + 1;
+    body.push(format_args!("UNT+{count}+1"));
+    body.push(format_args!("UNZ+1+{CONTROL_NUMBER}"));
+    body.out
 }
 
 #[cfg(test)]

@@ -156,6 +156,9 @@ async fn keys_go_after_the_key_retention(backend: Backend) {
     let purged = purge::purge(&store, horizon, false).await.unwrap();
     assert_eq!(purged.interchanges, 1, "{purged:?}");
     h.app.get(&format!("/v1/invoices/{invoice}")).await.assert_problem(404, "not-found");
+    let left = "SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM invoices) \
+        + (SELECT COUNT(*) FROM invoice_lines) + (SELECT COUNT(*) FROM acks)";
+    assert_eq!(count(&h.db.url, left).await, 0, "the interchange went with every row it booked");
     store.close().await;
     // A new instance (the replay cache of the old one still remembers the key).
     let again = TestApp::start(&database_config(&h.db.url), &server_config()).await;
@@ -239,6 +242,48 @@ async fn one_replica_purges_at_a_time() {
     let purged = purge::purge(&store, retention(chrono::Duration::zero(), None, 10), false).await.unwrap();
     assert_eq!(purged.payloads, 1, "{purged:?}");
     store.close().await;
+    h.finish().await;
+}
+
+/// On PostgreSQL an interchange's documents, invoices and lines reference their parents: a row
+/// naming no parent is refused (a foreign key's violation, whole statement), a row naming one is
+/// taken, and removing an interchange removes what it booked, down to its lines, and nothing of
+/// another interchange. Whatever enforces the references (foreign keys today) must keep this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn booked_rows_reference_their_parents_on_postgres() {
+    let h = Harness::start(Backend::Postgres).await;
+    let first = h.app.post(numbered(1), "application/edi-x12").await.json();
+    assert_eq!(h.app.post(numbered(2), "application/edi-x12").await.status, 201);
+    let (interchange, invoice) =
+        (first["id"].as_str().unwrap(), first["invoices"][0]["id"].as_str().unwrap());
+    let mut db = sqlx::PgConnection::connect(&h.db.url).await.unwrap();
+    let orphans = [
+        "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) \
+            VALUES (gen_random_uuid(), gen_random_uuid(), 1, '810', '0001')",
+        "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total) \
+            SELECT gen_random_uuid(), inbox_id, gen_random_uuid(), 'X', '2026-01-01', 1 FROM invoices LIMIT 1",
+        "INSERT INTO invoice_lines (invoice_id, line_number, quantity, amount) \
+            SELECT id, 99, 1, 1 FROM invoices UNION ALL SELECT gen_random_uuid(), 1, 1, 1",
+    ];
+    for orphan in orphans {
+        let error = sqlx::raw_sql(sqlx::AssertSqlSafe(orphan)).execute(&mut db).await.unwrap_err();
+        let code = error.as_database_error().and_then(|e| e.code()).map(|code| code.into_owned());
+        assert_eq!(code.as_deref(), Some("23503"), "{orphan}: {error}");
+    }
+    let line = format!(
+        "INSERT INTO invoice_lines (invoice_id, line_number, quantity, amount) VALUES ('{invoice}', 3, 1, 1)"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(line)).execute(&mut db).await.expect("a line of an invoice is taken");
+    let rows = "SELECT (SELECT COUNT(*) FROM documents) * 100 + (SELECT COUNT(*) FROM invoices) * 10 \
+        + (SELECT COUNT(*) FROM invoice_lines)";
+    assert_eq!(
+        count(&h.db.url, rows).await,
+        200 + 20 + 5,
+        "two interchanges: two lines each, and the one added"
+    );
+    let remove = format!("DELETE FROM inbox WHERE id = '{interchange}'");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(remove)).execute(&mut db).await.unwrap();
+    assert_eq!(count(&h.db.url, rows).await, 100 + 10 + 2, "the other interchange's rows stay");
     h.finish().await;
 }
 

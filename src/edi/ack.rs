@@ -123,8 +123,8 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
     let field = |n: usize| String::from_utf8_lossy(isa.element(n)).into_owned();
     let version = field(12);
     let (groups, level) = structure(ic, error, [b"GS", b"GE", b"ST", b"SE"]);
-    let mut body = Segments::new(s);
-    body.push(format_args!(
+    let mut ack = Segments::new(s);
+    ack.push(format_args!(
         "ISA{e}00{e}          {e}00{e}          {e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{}{e}{version}{e}{CONTROL_NUMBER}{e}0{e}{}{e}{c}",
         field(7),
         field(8),
@@ -140,7 +140,7 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
             (Some(Level::Interchange), Some(error)) => ("R", ta1_note(error)),
             _ => ("A", "000"),
         };
-        body.push(format_args!("TA1{e}{}{e}{}{e}{}{e}{status}{e}{note}", field(13), field(9), field(10)));
+        ack.push(format_args!("TA1{e}{}{e}{}{e}{}{e}{status}{e}{note}", field(13), field(9), field(10)));
     }
     let mut sets = 0;
     if level != Some(Level::Interchange) && !groups.is_empty() {
@@ -148,7 +148,7 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
         let gs_field = |n: usize| {
             first_gs.map(|gs| String::from_utf8_lossy(gs.element(n)).into_owned()).unwrap_or_default()
         };
-        body.push(format_args!(
+        ack.push(format_args!(
             "GS{e}FA{e}{}{e}{}{e}{}{e}{}{e}{CONTROL_NUMBER}{e}X{e}{}",
             gs_field(3),
             gs_field(2),
@@ -160,22 +160,22 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
         for (g, group) in groups.iter().enumerate() {
             sets += 1;
             let set_control = format!("{sets:04}");
-            let start = body.count;
+            let start = ack.count;
             let gs = |n: usize| {
                 group.header.map(|gs| String::from_utf8_lossy(gs.element(n)).into_owned()).unwrap_or_default()
             };
             if implementation {
-                body.push(format_args!("ST{e}999{e}{set_control}{e}{}", gs(8)));
-                body.push(format_args!("AK1{e}{}{e}{}{e}{}", gs(1), gs(6), gs(8)));
+                ack.push(format_args!("ST{e}999{e}{set_control}{e}{}", gs(8)));
+                ack.push(format_args!("AK1{e}{}{e}{}{e}{}", gs(1), gs(6), gs(8)));
             } else {
-                body.push(format_args!("ST{e}997{e}{set_control}"));
-                body.push(format_args!("AK1{e}{}{e}{}", gs(1), gs(6)));
+                ack.push(format_args!("ST{e}997{e}{set_control}"));
+                ack.push(format_args!("AK1{e}{}{e}{}", gs(1), gs(6)));
             }
             let group_rejected =
                 error.is_some() && matches!(level, Some(Level::Group(x) | Level::Document(x, _)) if x == g);
             let mut accepted = 0;
             for (n, st) in group.documents.iter().enumerate() {
-                body.push(format_args!(
+                ack.push(format_args!(
                     "AK2{e}{}{e}{}",
                     String::from_utf8_lossy(st.element(1)),
                     String::from_utf8_lossy(st.element(2))
@@ -188,23 +188,23 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
                             && !matches!(tag.as_str(), "ST" | "SE")
                         {
                             let in_set = position + 1 - st.position;
-                            body.push(format_args!(
+                            ack.push(format_args!(
                                 "{segment_tag}{e}{tag}{e}{in_set}{e}{e}{}",
                                 segment_code(error)
                             ));
                             if let Some(number) = error.element_number() {
-                                body.push(format_args!("{element}{e}{number}{e}{e}{}", element_code(error)));
+                                ack.push(format_args!("{element}{e}{number}{e}{e}{}", element_code(error)));
                             }
                         }
                         let result = if implementation { "IK5" } else { "AK5" };
-                        body.push(format_args!("{result}{e}R{e}{}", set_code(error, tag_of(error))));
+                        ack.push(format_args!("{result}{e}R{e}{}", set_code(error, tag_of(error))));
                     }
                     _ if group_rejected || error.is_some() => {
-                        body.push(format_args!("{}{e}R", if implementation { "IK5" } else { "AK5" }));
+                        ack.push(format_args!("{}{e}R", if implementation { "IK5" } else { "AK5" }));
                     }
                     _ => {
                         accepted += 1;
-                        body.push(format_args!("{}{e}A", if implementation { "IK5" } else { "AK5" }));
+                        ack.push(format_args!("{}{e}A", if implementation { "IK5" } else { "AK5" }));
                     }
                 }
             }
@@ -214,15 +214,15 @@ fn x12(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> Str
                 (Some(Level::Group(x)), Some(error)) if x == g => format!("{e}{}", group_code(error)),
                 _ => String::new(),
             };
-            body.push(format_args!("AK9{e}{status}{e}{received}{e}{received}{e}{accepted}{group_error}"));
-            let count = body.count - start + 1;
-            body.push(format_args!("SE{e}{count}{e}{set_control}"));
+            ack.push(format_args!("AK9{e}{status}{e}{received}{e}{received}{e}{accepted}{group_error}"));
+            let count = ack.count - start + 1;
+            ack.push(format_args!("SE{e}{count}{e}{set_control}"));
         }
-        body.push(format_args!("GE{e}{sets}{e}{CONTROL_NUMBER}"));
+        ack.push(format_args!("GE{e}{sets}{e}{CONTROL_NUMBER}"));
     }
     let groups_sent = usize::from(sets > 0);
-    body.push(format_args!("IEA{e}{groups_sent}{e}{CONTROL_NUMBER}"));
-    body.out
+    ack.push(format_args!("IEA{e}{groups_sent}{e}{CONTROL_NUMBER}"));
+    ack.out
 }
 
 fn tag_of(error: &EdiError) -> &str {
@@ -327,9 +327,9 @@ fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> 
         ),
         _ => String::new(),
     };
-    let mut body = Segments::new('\'');
-    body.out.push_str("UNA:+.? '");
-    body.push(format_args!(
+    let mut ack = Segments::new('\'');
+    ack.out.push_str("UNA:+.? '");
+    ack.push(format_args!(
         "UNB+{}+{}+{}+{}:{}+{CONTROL_NUMBER}",
         text(unb, 1),
         text(unb, 3),
@@ -337,9 +337,9 @@ fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> 
         at.format("%y%m%d"),
         at.format("%H%M")
     ));
-    let start = body.count;
-    body.push(format_args!("UNH+1+CONTRL:D:3:UN"));
-    body.push(format_args!(
+    let start = ack.count;
+    ack.push(format_args!("UNH+1+CONTRL:D:3:UN"));
+    ack.push(format_args!(
         "UCI+{}+{}+{}+{action}{interchange_error}",
         text(unb, 5),
         text(unb, 2),
@@ -354,35 +354,35 @@ fn contrl(ic: &Interchange<'_>, error: Option<&EdiError>, at: DateTime<Utc>) -> 
                     Some(error) => {
                         let tag = error.segment.as_deref().unwrap_or_default();
                         if matches!(tag, "UNH" | "UNT") {
-                            body.push(format_args!(
+                            ack.push(format_args!(
                                 "UCM+{}+{}+4+{}",
                                 text(unh, 1),
                                 text(unh, 2),
                                 contrl_code(error)
                             ));
                         } else {
-                            body.push(format_args!("UCM+{}+{}+4", text(unh, 1), text(unh, 2)));
+                            ack.push(format_args!("UCM+{}+{}+4", text(unh, 1), text(unh, 2)));
                             if let Some(position) = error.segment_position {
-                                body.push(format_args!(
+                                ack.push(format_args!(
                                     "UCS+{}+{}",
                                     position + 1 - unh.position,
                                     contrl_code(error)
                                 ));
                                 if let Some(number) = error.element_number() {
-                                    body.push(format_args!("UCD+{}+{number}", contrl_code(error)));
+                                    ack.push(format_args!("UCD+{}+{number}", contrl_code(error)));
                                 }
                             }
                         }
                     }
-                    None => body.push(format_args!("UCM+{}+{}+{action}", text(unh, 1), text(unh, 2))),
+                    None => ack.push(format_args!("UCM+{}+{}+{action}", text(unh, 1), text(unh, 2))),
                 }
             }
         }
     }
-    let count = body.count - start + 1;
-    body.push(format_args!("UNT+{count}+1"));
-    body.push(format_args!("UNZ+1+{CONTROL_NUMBER}"));
-    body.out
+    let count = ack.count - start + 1;
+    ack.push(format_args!("UNT+{count}+1"));
+    ack.push(format_args!("UNZ+1+{CONTROL_NUMBER}"));
+    ack.out
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 # S/MIME), which is linked statically: the runtime image needs no libssl.
 FROM rust:1.95.0-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src src
 COPY migrations migrations
 COPY benches benches

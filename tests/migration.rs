@@ -4,7 +4,9 @@
 //! and its product id as one entry of `product_ids`. 0013 (holding mismatches): a partner's
 //! identities and credentials survive SQLite's rebuild of `partners`, and its key still works.
 //! 0015 (retention by day): stored payloads move out of `inbox` (on PostgreSQL into day partitions,
-//! the audit trail too) with every byte, and the purge then drops them.
+//! the audit trail too) with every byte, and the purge then drops them. 0021 (references checked
+//! once per statement, PostgreSQL): rows booked under the foreign keys still go with their
+//! interchange, and a row naming none is still refused.
 
 mod common;
 
@@ -12,6 +14,7 @@ use std::str::FromStr;
 
 use common::{Backend, TestApp, TestDb, database_config, fixture, server_config};
 use serde_json::{Value, json};
+use sqlx::Connection;
 use uuid::Uuid;
 
 /// The previous model's answer, stored with the interchange: a replay must give it back unchanged.
@@ -204,3 +207,37 @@ both_backends!(
     an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures,
     a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_and_key
 );
+
+/// An interchange booked while foreign keys held its rows together, upgraded to the checks once per
+/// statement: a line naming its invoice is taken, one naming no invoice is refused, and removing
+/// the interchange removes its document, invoice and lines.
+#[tokio::test]
+async fn rows_booked_under_foreign_keys_go_with_their_interchange_on_postgres() {
+    let db = TestDb::create(Backend::Postgres).await;
+    let payload = fixture("x12/810-single.edi");
+    let mut scratch = Vec::new();
+    let interchange = edi_inbox::edi::parse(&payload, &mut scratch, Default::default()).unwrap();
+    let ids = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
+    let rows = previous_rows(Backend::Postgres, &payload, interchange.fingerprint().as_str(), ids);
+    migrated_to(11, Backend::Postgres, &db.url, rows).await;
+    edi_inbox::app::open_store(&database_config(&db.url)).await.unwrap().close().await;
+
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let line = |invoice: Uuid| {
+        sqlx::AssertSqlSafe(format!(
+            "INSERT INTO invoice_lines (invoice_id, line_number, quantity, amount) VALUES ('{invoice}', 2, 1, 1)"
+        ))
+    };
+    let refused = sqlx::raw_sql(line(Uuid::now_v7())).execute(&mut conn).await.unwrap_err();
+    let code = refused.as_database_error().and_then(|e| e.code()).map(|code| code.into_owned());
+    assert_eq!(code.as_deref(), Some("23503"), "{refused}");
+    sqlx::raw_sql(line(ids[2])).execute(&mut conn).await.expect("a line of the booked invoice is taken");
+    let booked = "SELECT (SELECT COUNT(*) FROM documents) * 100 + (SELECT COUNT(*) FROM invoices) * 10 \
+        + (SELECT COUNT(*) FROM invoice_lines)";
+    assert_eq!(common::count(&db.url, booked).await, 100 + 10 + 2);
+    let remove = sqlx::AssertSqlSafe(format!("DELETE FROM inbox WHERE id = '{}'", ids[0]));
+    sqlx::raw_sql(remove).execute(&mut conn).await.unwrap();
+    assert_eq!(common::count(&db.url, booked).await, 0, "the interchange went with all it booked");
+    conn.close().await.unwrap();
+    db.remove().await;
+}

@@ -245,10 +245,12 @@ async fn one_replica_purges_at_a_time() {
     h.finish().await;
 }
 
-/// On PostgreSQL an interchange's documents, invoices and lines reference their parents: a row
-/// naming no parent is refused (a foreign key's violation, whole statement), a row naming one is
-/// taken, and removing an interchange removes what it booked, down to its lines, and nothing of
-/// another interchange. Whatever enforces the references (foreign keys today) must keep this.
+/// On PostgreSQL an interchange's documents, invoices and lines reference their parents (checked
+/// once per statement, migration 0021): a row naming no parent is refused with a foreign key's
+/// violation, the whole statement, whether inserted or updated; an invoice's document must belong
+/// to the invoice's interchange; a parent's id cannot change while a row names it; a row naming
+/// its parent is taken; and removing an interchange removes what it booked, down to its lines, and
+/// nothing of another interchange.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn booked_rows_reference_their_parents_on_postgres() {
     let h = Harness::start(Backend::Postgres).await;
@@ -264,9 +266,23 @@ async fn booked_rows_reference_their_parents_on_postgres() {
             SELECT gen_random_uuid(), inbox_id, gen_random_uuid(), 'X', '2026-01-01', 1 FROM invoices LIMIT 1",
         "INSERT INTO invoice_lines (invoice_id, line_number, quantity, amount) \
             SELECT id, 99, 1, 1 FROM invoices UNION ALL SELECT gen_random_uuid(), 1, 1, 1",
+        // A new document of the other interchange, named by an invoice of this one.
+        &format!(
+            "WITH d AS (INSERT INTO documents (id, inbox_id, position, doc_type, control_number) \
+                SELECT gen_random_uuid(), inbox_id, 99, '810', '0099' FROM invoices \
+                WHERE inbox_id <> '{interchange}' RETURNING id) \
+            INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total) \
+            SELECT gen_random_uuid(), '{interchange}', d.id, 'X', '2026-01-01', 1 FROM d"
+        ),
+        "UPDATE invoice_lines SET invoice_id = gen_random_uuid() WHERE line_number = 1",
+        "UPDATE invoices SET document_id = gen_random_uuid()",
+        "UPDATE documents SET inbox_id = gen_random_uuid()",
+        &format!("UPDATE inbox SET id = gen_random_uuid() WHERE id = '{interchange}'"),
+        &format!("UPDATE documents SET id = gen_random_uuid() WHERE inbox_id = '{interchange}'"),
+        &format!("UPDATE invoices SET id = gen_random_uuid() WHERE id = '{invoice}'"),
     ];
     for orphan in orphans {
-        let error = sqlx::raw_sql(sqlx::AssertSqlSafe(orphan)).execute(&mut db).await.unwrap_err();
+        let error = sqlx::raw_sql(sqlx::AssertSqlSafe(orphan.to_owned())).execute(&mut db).await.unwrap_err();
         let code = error.as_database_error().and_then(|e| e.code()).map(|code| code.into_owned());
         assert_eq!(code.as_deref(), Some("23503"), "{orphan}: {error}");
     }

@@ -14,7 +14,9 @@
 -- other transaction can remove a parent they name. A writer outside the service that adds rows to
 -- an interchange another transaction is purging at that moment could leave them behind.
 -- Each lookup is a subquery run per row (OFFSET 0 keeps the planner from turning it into a join),
--- so the plan a connection caches while a table is empty stays an index lookup as it grows.
+-- so the plan a connection caches while a table is empty stays an index lookup as it grows. The
+-- cascades are joins planned from the tables' statistics, and planned again when ANALYZE updates
+-- them (a purge removes interchanges days old, long after the first ANALYZE).
 ALTER TABLE documents DROP CONSTRAINT documents_inbox_id_fkey;
 ALTER TABLE invoices DROP CONSTRAINT invoices_inbox_id_fkey, DROP CONSTRAINT invoices_document_id_fkey;
 ALTER TABLE invoice_lines DROP CONSTRAINT invoice_lines_invoice_id_fkey;

@@ -44,21 +44,30 @@ impl Browser {
             .send()
             .await
             .unwrap();
-        if let Some(set) = answer.headers().get("set-cookie") {
-            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_owned());
-        }
+        self.keep_cookies(&answer);
         answer
     }
 
-    /// Signs in by name and password, going back to `next` (a console path, or empty).
+    /// Signs in by name and password, going back to `next` (a console path, or empty), with the
+    /// cookies it holds (its device cookie among them).
     async fn sign_in_as(&mut self, name: &str, password: &str, next: &str) -> reqwest::Response {
         let form = [("name", name), ("password", password), ("next", next)];
-        let answer =
-            self.client.post(format!("{}/console/sign-in", self.base)).form(&form).send().await.unwrap();
-        if let Some(set) = answer.headers().get("set-cookie") {
-            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_owned());
-        }
+        let request = self.client.post(format!("{}/console/sign-in", self.base)).form(&form);
+        let answer = self.with_cookie(request).send().await.unwrap();
+        self.keep_cookies(&answer);
         answer
+    }
+
+    /// Keeps every cookie an answer sets, in place of the one of the same name.
+    fn keep_cookies(&mut self, answer: &reqwest::Response) {
+        for set in answer.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            let name = format!("{}=", pair.split('=').next().unwrap());
+            let held = self.cookie.iter().flat_map(|cookie| cookie.split("; "));
+            let mut kept: Vec<&str> = held.filter(|cookie| !cookie.starts_with(&name)).collect();
+            kept.push(pair);
+            self.cookie = Some(kept.join("; "));
+        }
     }
 
     async fn get(&self, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
@@ -362,6 +371,11 @@ async fn named_operators_sign_in_and_their_sessions_end_everywhere(backend: Back
     assert_eq!((elsewhere.status().as_u16(), location(&elsewhere)), (303, "/console/"), "only console pages");
     let back = alice.sign_in_as("alice", "alice's long password", "/console/partners?x=1").await;
     assert_eq!((back.status().as_u16(), location(&back)), (303, "/console/partners?x=1"));
+    // A control character cannot stand in a redirect: refused as a place to go back to (was a 500).
+    let (status, headers, _) = alice.get("/console/sign-in?next=%2Fconsole%2F%0B").await;
+    assert_eq!((status, headers["location"].to_str().unwrap()), (303, "/console/"));
+    let (status, _, page) = alice.get("/console/%0B").await;
+    assert!(status < 500, "{status}: {page}");
 
     // Her action is hers.
     let (_, _, page) = alice.get("/console/partners").await;
@@ -468,6 +482,71 @@ async fn wrong_passwords_lock_the_name_until_reset(backend: Backend) {
     assert!(operator_command(&h.db.url, &reset, Some("bob's new long password")).status.success());
     assert_eq!(bob.sign_in_as("bob", "bob's long password", "").await.status(), 401, "the old one is gone");
     assert_eq!(bob.sign_in_as("bob", "bob's new long password", "").await.status(), 303);
+    h.finish().await;
+}
+
+/// Thirty wrong passwords sent at once are each counted before any is checked: five are checked,
+/// the name is locked, and the right password is refused after them (before, the counter was read
+/// before each check and written back as one more: it ended at 1, and the right one signed in).
+async fn guesses_sent_at_once_are_counted_each(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let carol = ["add", "carol", "--password-stdin"];
+    assert!(operator_command(&h.db.url, &carol, Some("carol's long password")).status.success());
+    let guesses: Vec<_> = (0..30)
+        .map(|_| {
+            let mut stranger = Browser::new(&h);
+            tokio::spawn(async move { stranger.sign_in_as("carol", "a wrong guess here", "").await.status() })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for guess in guesses {
+        answers.push(guess.await.unwrap().as_u16());
+    }
+    assert!(answers.iter().all(|status| *status == 401), "{answers:?}");
+    let listed = operator_command(&h.db.url, &["list"], None);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["failed_sign_ins"], 5, "five counted, the rest refused unchecked: {listed}");
+    let right = Browser::new(&h).sign_in_as("carol", "carol's long password", "").await;
+    assert_eq!(right.status(), 401, "locked: the right password is refused too");
+    h.finish().await;
+}
+
+/// A stranger's wrong passwords lock the name for every browser that never signed in under it, but
+/// not the operator's own: its device cookie counts its guesses apart, so she still signs in (and
+/// five wrong ones of her own lock her device). Before, one guess a minute kept her out for good.
+async fn a_strangers_guesses_do_not_lock_out_the_operators_browser(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let dana = ["add", "dana", "--password-stdin"];
+    assert!(operator_command(&h.db.url, &dana, Some("dana's long password")).status.success());
+    let mut own = Browser::new(&h);
+    let first = own.sign_in_as("dana", "dana's long password", "").await;
+    let cookies: Vec<&str> =
+        first.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(cookies.len(), 2, "{cookies:?}");
+    assert!(cookies[0].starts_with("edi_inbox_console="), "the session first: {cookies:?}");
+    assert!(
+        cookies[1].starts_with("edi_inbox_device=")
+            && cookies[1].contains("Path=/console/sign-in; HttpOnly; SameSite=Strict"),
+        "{cookies:?}"
+    );
+    let mut stranger = Browser::new(&h);
+    for _ in 0..6 {
+        assert_eq!(stranger.sign_in_as("dana", "a wrong guess here", "").await.status(), 401);
+    }
+    assert_eq!(stranger.sign_in_as("dana", "dana's long password", "").await.status(), 401, "locked name");
+    let mut forged = Browser::new(&h);
+    forged.cookie =
+        own.cookie.as_ref().map(|cookie| cookie.replace("edi_inbox_device=", "edi_inbox_device=00"));
+    assert_eq!(forged.sign_in_as("dana", "dana's long password", "").await.status(), 401, "a made-up device");
+    assert_eq!(
+        own.sign_in_as("dana", "dana's long password", "").await.status(),
+        303,
+        "her browser signs in"
+    );
+    for _ in 0..5 {
+        assert_eq!(own.sign_in_as("dana", "a wrong guess here", "").await.status(), 401);
+    }
+    assert_eq!(own.sign_in_as("dana", "dana's long password", "").await.status(), 401, "her device locked");
     h.finish().await;
 }
 
@@ -606,6 +685,8 @@ both_backends!(
     a_plain_http_console_says_why_instead_of_looping,
     named_operators_sign_in_and_their_sessions_end_everywhere,
     wrong_passwords_lock_the_name_until_reset,
+    guesses_sent_at_once_are_counted_each,
+    a_strangers_guesses_do_not_lock_out_the_operators_browser,
     sign_in_gives_a_strict_session_and_every_page_strict_headers,
     a_cross_site_post_changes_nothing,
     a_viewer_sees_every_page_and_changes_nothing,

@@ -285,10 +285,92 @@ async fn parser_limits_refuse_huge_segment_counts_and_elements(backend: Backend)
     h.finish().await;
 }
 
+/// `n` letters and digits that do not compress (a generator's, not a repeated letter: PostgreSQL
+/// compresses an index row before it measures it).
+fn noise(n: usize) -> String {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[(state >> 33) as usize % 36])
+        })
+        .collect()
+}
+
+/// Every value the store indexes is held to its standard's maximum at the edge: a longer invoice,
+/// order or document number is a stored 422 naming the element and its limit, a longer part of the
+/// envelope's key a 400; nothing is booked. Before, PostgreSQL answered 500 every time (an index
+/// row over btree's size limit, which the queue consumers retried forever) and SQLite booked them.
+async fn long_indexed_values_are_refused_naming_their_limit(backend: Backend) {
+    let h = Harness::with_server(backend, server_config()).await;
+    let x12 = String::from_utf8(fixture("x12/810-single.edi")).unwrap();
+    let edifact = String::from_utf8(fixture("edifact/invoic-d96a.edi")).unwrap();
+    let cases = [
+        (x12.replace("INV-1042", &noise(3000)).replace("000001142", "000004901"), "BIG02", "at most 22"),
+        (x12.replace("PO-CB-1042", &noise(3000)).replace("000001142", "000004902"), "BIG04", "at most 22"),
+        (x12.replace("INV-1042", &noise(23)).replace("000001142", "000004903"), "BIG02", "at most 22"),
+        (
+            edifact
+                .replace("BGM+380+RE-2026-0042", &format!("BGM+380+{}", noise(36)))
+                .replace("+1042'", "+4904'"),
+            "BGM02",
+            "at most 35",
+        ),
+        (
+            edifact
+                .replace("RFF+ON:PO-RE-2026-0042", &format!("RFF+ON:{}", noise(3000)))
+                .replace("+1042'", "+4905'"),
+            "RFF01",
+            "at most 70",
+        ),
+    ];
+    for (body, element, limit) in cases {
+        let content_type =
+            if body.starts_with("ISA") { "application/edi-x12" } else { "application/edifact" };
+        let problem = h.app.post(body, content_type).await.assert_problem(422, "invalid-interchange");
+        assert_eq!(problem["element"], element, "{problem}");
+        assert!(problem["detail"].as_str().unwrap().contains(limit), "{problem}");
+    }
+    let keys = [
+        (edifact.replace("4000001000005:14+4000002", &format!("{}:14+4000002", noise(3000))), "UNB02"),
+        (edifact.replace("+1042'", &format!("+{}'", noise(15))), "UNB05"),
+        (x12.replace("ACMESUPPLY     ", &noise(3000)), "ISA06"),
+        (x12.replace("000001142", "0000011420"), "ISA13"),
+    ];
+    for (body, element) in keys {
+        let content_type =
+            if body.starts_with("ISA") { "application/edi-x12" } else { "application/edifact" };
+        let problem = h.app.post(body, content_type).await.assert_problem(400, "malformed-interchange");
+        assert_eq!(problem["element"], element, "{problem}");
+    }
+    assert!(h.app.all_invoices().await.is_empty(), "nothing booked");
+    h.finish().await;
+}
+
 both_backends!(
     hostile_inputs_get_exact_errors_and_change_nothing,
-    parser_limits_refuse_huge_segment_counts_and_elements
+    parser_limits_refuse_huge_segment_counts_and_elements,
+    long_indexed_values_are_refused_naming_their_limit,
 );
+
+/// A value PostgreSQL can never index (a row over btree's size limit, SQLSTATE 54000) is the
+/// request's fault, refused as such, never a transient failure a queue consumer retries forever.
+#[tokio::test]
+async fn an_index_row_over_its_limit_is_refused_not_retried_on_postgres() {
+    use sqlx::Connection;
+    let db = common::TestDb::create(Backend::Postgres).await;
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("CREATE TABLE wide (v text); CREATE INDEX wide_v ON wide (v)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let error =
+        sqlx::query("INSERT INTO wide VALUES ($1)").bind(noise(9000)).execute(&mut conn).await.unwrap_err();
+    let refused = edi_inbox::store::StoreError::from(error);
+    assert!(matches!(refused, edi_inbox::store::StoreError::Refused(_)), "{refused:?}");
+    conn.close().await.unwrap();
+    db.remove().await;
+}
 
 /// A client that trickles its request headers is disconnected after the header timeout.
 #[tokio::test]

@@ -61,6 +61,11 @@ fn produce(topic: &str, partition: Option<u32>, bodies: &[Vec<u8>]) {
 }
 
 fn produce_on(broker: &str, topic: &str, partition: Option<u32>, bodies: &[Vec<u8>]) {
+    produce_with(broker, topic, partition, bodies, &[]);
+}
+
+/// [`produce_on`] with `headers` (`name=value`) on every message.
+fn produce_with(broker: &str, topic: &str, partition: Option<u32>, bodies: &[Vec<u8>], headers: &[&str]) {
     let dir = std::env::temp_dir().join(format!("edi-kafka-{}", uuid::Uuid::now_v7().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     for (n, body) in bodies.iter().enumerate() {
@@ -70,6 +75,9 @@ fn produce_on(broker: &str, topic: &str, partition: Option<u32>, bodies: &[Vec<u
     let mut args = vec!["produce", broker, topic];
     if let Some(partition) = &partition {
         args.extend(["--partition", partition]);
+    }
+    for header in headers {
+        args.extend(["--header", header]);
     }
     let dir_arg = dir.display().to_string();
     args.push(&dir_arg);
@@ -206,15 +214,18 @@ fn consume(db_url: &str, from: &str, crash: bool) -> Process {
 
 /// A malformed message first in the partition, then an interchange twice and another: the malformed
 /// one is a dead letter and the partition goes on; two invoices, one replay. A conflicting resend
-/// (published once those are settled) is a dead letter too. Every offset is committed.
+/// (published once those are settled) is a dead letter too. Every offset is committed. A producer's
+/// own `edi-inbox-*` headers are not copied into a dead letter: its `edi-inbox-*` are the service's.
 async fn kafka_books_each_interchange_once_and_dead_letters_the_rest(backend: Backend) {
     let db = migrated(backend).await;
     let (topic, group) = (topic(2), format!("g-{}", uuid::Uuid::now_v7().simple()));
     let malformed = fixture("x12/malformed-truncated-isa.edi");
-    produce(
+    produce_with(
+        BROKER,
         &topic,
         Some(1),
         &[malformed.clone(), fixture("x12/810-single.edi"), fixture("x12/810-single.edi"), numbered(2)],
+        &["edi-inbox-outcome=recorded", "EDI-Inbox-Status=201", "x-trace=kept"],
     );
     let consumer = consume(&db.url, &from(&topic, &group), false);
     settles("two invoices", 2, async || invoices(&db).await).await;
@@ -237,6 +248,15 @@ async fn kafka_books_each_interchange_once_and_dead_letters_the_rest(backend: Ba
         (Some("1"), Some("0"))
     );
     assert_eq!(headers(first)["content-type"], "application/edi-x12", "the original headers are kept");
+    assert_eq!(headers(first)["x-trace"], "kept");
+    let ours: Vec<&Value> = letters[first]["header_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|header| header[0].as_str().unwrap().to_ascii_lowercase().starts_with("edi-inbox-"))
+        .collect();
+    assert_eq!(ours.len(), 6, "one of each, none planted by the producer: {ours:?}");
+    assert_eq!(ours[0], &serde_json::json!(["edi-inbox-outcome", "malformed"]));
     assert_eq!(
         (letters[first]["key"].as_str(), letters[first]["bytes"].as_u64()),
         (Some("000000.edi"), Some(malformed.len() as u64))

@@ -47,6 +47,11 @@ async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) 
         ("8000.00", vec!["000000005", "000001142", "000011420"]),
         ("ACMESUPPLY", all.to_vec()),
         ("777", vec![]),
+        // One or two characters find a control number exactly, not a tenth of every interchange.
+        ("5", vec!["000000005"]),
+        ("1", vec![]),
+        ("11", vec![]),
+        ("114", vec!["000001142", "000001143", "000011420"]),
     ] {
         assert_eq!(found(&h, &format!("q={q}")).await, expected, "q={q}");
     }

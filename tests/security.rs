@@ -344,6 +344,22 @@ async fn the_documents_examples_are_booked_for_the_readme_partner(backend: Backe
     h.finish().await;
 }
 
+/// The SQLite database holds the console's cookie key, operators' password hashes and partners'
+/// secrets: the file and its `-wal` and `-shm` are created readable by their owner only (before:
+/// 0644, anyone on the machine could read them).
+#[tokio::test]
+async fn the_sqlite_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::with_server(Backend::Sqlite, secured()).await;
+    acme(&h).await;
+    let file = h.db.url.strip_prefix("sqlite://").unwrap().to_owned();
+    for suffix in ["", "-wal", "-shm"] {
+        let mode = std::fs::metadata(format!("{file}{suffix}")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}{suffix}: {mode:o}");
+    }
+    h.finish().await;
+}
+
 both_backends!(
     the_documents_examples_are_booked_for_the_readme_partner,
     per_partner_validation_and_conflict_policy,

@@ -3,14 +3,16 @@
 //! counted as a refusal of its address), one address holds only a few unproven requests and a
 //! bounded number of connections, and guessing an operator token is throttled per address and
 //! shown on the refusals. Each test fails on the code before issue 28, where a declared length was
-//! reserved up front and nothing was capped per address.
+//! reserved up front and nothing was capped per address. Bodies dribbled just above the minimum
+//! rate cannot hold the unproven slots or memory against a partner that proves itself by its
+//! signature: it overtakes the slowest of them (issue 49).
 
 mod common;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::partners::{ADMIN, acme, post_with_key, secured};
+use common::partners::{ADMIN, acme, post_signed, post_with_key, secured};
 use common::{Backend, Harness, Reply, numbered};
 use edi_inbox::config::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,6 +33,109 @@ fn unproven_head(length: usize) -> String {
         "POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\nAS2-From: ACME AS2\r\nAS2-To: BUYERCO\r\n\
          Content-Type: application/edi-x12\r\nContent-Length: {length}\r\n\r\nISA"
     )
+}
+
+/// An unproven AS2 POST declaring `length` bytes that sends `upfront` of them at once, then `chunk`
+/// bytes every 100 ms.
+#[derive(Clone, Copy)]
+struct Dribble {
+    length: usize,
+    upfront: usize,
+    chunk: usize,
+}
+
+impl Dribble {
+    /// Sends it from `from` until it is answered (with what) or `stop` is set (`None`).
+    fn start(
+        self,
+        from: String,
+        server: SocketAddr,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> tokio::task::JoinHandle<Option<String>> {
+        tokio::spawn(async move {
+            let (mut reading, mut writing) = connect_from(&from, server).await.into_split();
+            writing.write_all(unproven_head(self.length).as_bytes()).await.unwrap();
+            let writes = async {
+                writing.write_all(&vec![b' '; self.upfront]).await.ok()?;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    writing.write_all(&vec![b' '; self.chunk]).await.ok()?;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Some(())
+            };
+            let mut answered = vec![0; 4096];
+            tokio::select! {
+                read = reading.read(&mut answered) => Some(String::from_utf8_lossy(&answered[..read.unwrap_or(0)]).into_owned()),
+                _ = writes => None,
+            }
+        })
+    }
+}
+
+/// How many `dribblers` were answered 408 `request-timeout` (their connection closed), once stopped.
+async fn overtaken(
+    stop: &std::sync::atomic::AtomicBool,
+    dribblers: Vec<tokio::task::JoinHandle<Option<String>>>,
+) -> usize {
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut overtaken = 0;
+    for dribbler in dribblers {
+        if let Some(answer) = dribbler.await.unwrap() {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+            assert!(answer.contains("/problems/request-timeout") && answer.contains("slowest"), "{answer}");
+            overtaken += 1;
+        }
+    }
+    overtaken
+}
+
+/// Sixteen bodies dribbled at 20 KiB/s from four addresses (four each: every unproven slot, above
+/// the minimum rate, so never cut as slow), each overtaken one replaced, do not keep out a partner
+/// that proves itself by its Standard Webhooks signature: each delivery takes the slot of the
+/// slowest of them (408, counted as a refusal of its address) and is booked. Before, it got 429 as
+/// long as the bodies dribbled.
+async fn dribbled_bodies_cannot_lock_out_signed_partners(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let partner = acme(&h).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow = Dribble { length: 4 * MIB, upfront: 0, chunk: 2048 };
+    let dribbling = |from: String| slow.start(from, h.app.address, stop.clone());
+    let mut dribblers: Vec<_> = (0..16).map(|n| dribbling(format!("127.0.0.{}", 20 + n / 4))).collect();
+    for n in 0..4 {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let now = chrono::Utc::now().timestamp();
+        let booked = post_signed(&h, "acme", &partner.webhook_secret, now, numbered(49_001 + n)).await;
+        assert_eq!(booked.status, 201, "delivery {n}: {}", booked.text);
+        // The attacker fills the slot again, from another address.
+        dribblers.push(dribbling(format!("127.0.0.{}", 24 + n)));
+    }
+    assert_eq!(overtaken(&stop, dribblers).await, 4, "one dribbler overtaken per delivery");
+    let refused = refusals_settled(&h, "outcome = 'timeout' AND status = 408", 4).await;
+    assert_eq!(refused, 4, "each overtaken body is a refusal of its address");
+    h.finish().await;
+}
+
+/// Eight unproven bodies that sent 200 KiB at once and then dribble hold the whole unproven quarter
+/// of a 16 MiB budget; a signed partner's body overtakes the slowest of them for its memory and is
+/// booked (before: 429, the budget held by others).
+async fn dribbled_bodies_cannot_hold_the_unproven_memory(backend: Backend) {
+    let server = ServerConfig { buffer_bytes: 16 * MIB, ..secured() };
+    let h = Harness::with_server(backend, server).await;
+    let partner = acme(&h).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dribblers: Vec<_> = (0..8)
+        .map(|n| {
+            // Each declares what it then holds, so that each is admitted: 512 KiB of 4 MiB.
+            let front_loaded = Dribble { length: 256 * 1024, upfront: 200 * 1024, chunk: 1024 };
+            front_loaded.start(format!("127.0.0.{}", 30 + n / 4), h.app.address, stop.clone())
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let now = chrono::Utc::now().timestamp();
+    let booked = post_signed(&h, "acme", &partner.webhook_secret, now, numbered(49_011)).await;
+    assert_eq!(booked.status, 201, "{}", booked.text);
+    assert!(overtaken(&stop, dribblers).await >= 1, "the memory came from a dribbler");
+    h.finish().await;
 }
 
 /// The refusals counted under `condition`, once they reach `expected` (written in the background).
@@ -158,6 +263,8 @@ async fn operator_token_guesses_are_throttled(backend: Backend) {
 }
 
 both_backends!(
+    dribbled_bodies_cannot_lock_out_signed_partners,
+    dribbled_bodies_cannot_hold_the_unproven_memory,
     slow_unproven_bodies_hold_no_memory,
     a_dribbling_body_is_cut_off_and_counted,
     one_address_holds_a_bounded_share,

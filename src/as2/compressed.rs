@@ -19,6 +19,7 @@ const OID: u8 = 0x06;
 const OCTETS: u8 = 0x04;
 const OCTETS_CONSTRUCTED: u8 = 0x24;
 const EXPLICIT_0: u8 = 0xA0;
+const SEQUENCE: u8 = 0x30;
 
 /// One BER value: its tag and its content (for an indefinite length, without the end marker).
 struct Tlv<'a> {
@@ -104,6 +105,36 @@ pub(super) fn content_type(der: &[u8]) -> Option<&[u8]> {
     (oid.tag == OID).then_some(oid.content)
 }
 
+/// Whether a CMS `AuthEnvelopedData` (RFC 5083) carries a full 16-byte authentication tag: its
+/// `mac` (the structure's one OCTET STRING) is 16 bytes, and so is the tag length its GCM
+/// parameters declare, when they declare one (RFC 5084). OpenSSL opens a message whose tag is cut
+/// to 4 or 8 bytes, which makes forging one a matter of 2^32 tries instead of 2^128.
+pub(super) fn has_full_tag(der: &[u8]) -> bool {
+    full_tag(der).unwrap_or(false)
+}
+
+fn full_tag(der: &[u8]) -> Option<bool> {
+    const INTEGER: u8 = 0x02;
+    let (info, _) = read(der, 0).ok()?;
+    let info = children(info.content, 0).ok()?;
+    let explicit = info.get(1).filter(|value| value.tag == EXPLICIT_0)?;
+    let (enveloped, _) = read(explicit.content, 1).ok()?;
+    let fields = children(enveloped.content, 1).ok()?;
+    let mac = fields.iter().rfind(|field| field.tag == OCTETS)?;
+    // authEncryptedContentInfo: the SEQUENCE after the recipients' SET.
+    let content = fields.iter().rfind(|field| field.tag == SEQUENCE)?;
+    let algorithm = children(content.content, 2).ok()?.into_iter().find(|field| field.tag == SEQUENCE)?;
+    let parameters = children(algorithm.content, 3).ok()?.into_iter().find(|field| field.tag == SEQUENCE);
+    let declared = match parameters {
+        Some(parameters) => {
+            children(parameters.content, 4).ok()?.into_iter().find(|field| field.tag == INTEGER)
+        }
+        None => None,
+    };
+    let declared_full = declared.is_none_or(|length| length.content == [16]);
+    Some(mac.content.len() == 16 && declared_full)
+}
+
 /// What inflating may still take, across every layer of one message: bytes under the content
 /// limit, and memory, asked for as bytes are inflated (`false`: none free now).
 pub struct Allowance<'a> {
@@ -166,9 +197,7 @@ pub(super) mod tests {
 
     use super::*;
 
-    const SEQUENCE: u8 = 0x30;
-
-    fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    pub(in crate::as2) fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
         let mut out = vec![tag];
         match content.len() {
             n if n < 0x80 => out.push(n as u8),
@@ -176,6 +205,37 @@ pub(super) mod tests {
         }
         out.extend_from_slice(content);
         out
+    }
+
+    /// `der`'s `AuthEnvelopedData` with its tag cut to `length` bytes, and the tag length its GCM
+    /// parameters declare with it: what a forger sends to try 2^32 tags instead of 2^128.
+    pub(in crate::as2) fn cut_tag(der: &[u8], length: u8) -> Vec<u8> {
+        let each = |content: &[u8], depth: usize, change: &dyn Fn(&Tlv<'_>) -> Vec<u8>| -> Vec<u8> {
+            children(content, depth).unwrap().iter().map(change).collect::<Vec<_>>().concat()
+        };
+        let same = |value: &Tlv<'_>| tlv(value.tag, value.content);
+        let declared = |value: &Tlv<'_>| match value.tag {
+            0x02 => tlv(0x02, &[length]),
+            _ => same(value),
+        };
+        let parameters = |value: &Tlv<'_>| match value.tag {
+            SEQUENCE => tlv(SEQUENCE, &each(value.content, 4, &declared)),
+            _ => same(value),
+        };
+        let algorithm = |value: &Tlv<'_>| match value.tag {
+            SEQUENCE => tlv(SEQUENCE, &each(value.content, 3, &parameters)),
+            _ => same(value),
+        };
+        let field = |value: &Tlv<'_>| match value.tag {
+            OCTETS => tlv(OCTETS, &value.content[..usize::from(length)]),
+            SEQUENCE => tlv(SEQUENCE, &each(value.content, 2, &algorithm)),
+            _ => same(value),
+        };
+        let (info, _) = read(der, 0).unwrap();
+        let info = children(info.content, 0).unwrap();
+        let (enveloped, _) = read(info[1].content, 1).unwrap();
+        let enveloped = tlv(SEQUENCE, &each(enveloped.content, 1, &field));
+        tlv(SEQUENCE, &[same(&info[0]), tlv(EXPLICIT_0, &enveloped)].concat())
     }
 
     /// A CompressedData as RFC 3274 writes it, its stream in `octets` (already encoded).

@@ -179,17 +179,22 @@ fn mic_once(state: &mut State<'_>, entity: &Entity<'_>, raw: Option<&[u8]>, open
 const AUTH_ENVELOPED_DATA: &[u8] = &[0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x10, 0x01, 0x17];
 
 /// Decrypts with the first of this service's keys the message is encrypted to; also says whether
-/// the encryption authenticated the content (`AuthEnvelopedData`) or not (CBC `EnvelopedData`).
+/// the encryption authenticated the content (`AuthEnvelopedData`, whose tag must be the full 16
+/// bytes) or not (CBC `EnvelopedData`).
 /// OpenSSL is given the certificate, so a wrong RSA padding decrypts to a random content key (its
 /// countermeasure to Bleichenbacher's attack) and fails like any other bad ciphertext: one answer
 /// for all.
 fn decrypt(der: &[u8], identities: &[Identity]) -> Result<(Vec<u8>, bool), Failure> {
+    let authenticated = compressed::content_type(der) == Some(AUTH_ENVELOPED_DATA);
+    if authenticated && !compressed::has_full_tag(der) {
+        return Err(Failure::DecryptionFailed(None));
+    }
     let cms = CmsContentInfo::from_der(der).map_err(|_| Failure::DecryptionFailed(None))?;
     let plaintext = identities
         .iter()
         .find_map(|identity| cms.decrypt(&identity.key, &identity.certificate).ok())
         .ok_or(Failure::DecryptionFailed(None))?;
-    Ok((plaintext, compressed::content_type(der) == Some(AUTH_ENVELOPED_DATA)))
+    Ok((plaintext, authenticated))
 }
 
 /// Verifies a signature with one of the partner's certificates, and only those (certificates the
@@ -363,6 +368,13 @@ GS*IN*ACME*BUYER*20260317*1015*7*X*004010~ST*810*0001~BIG*20260317*INV-7~IT1*1*2
         tampered[at] ^= 1;
         let refused = open_with(&tampered, "application/pkcs7-mime; smime-type=authEnveloped-data", &keys);
         assert!(matches!(refused.unwrap_err(), Failure::DecryptionFailed(_)));
+        assert_eq!(compressed::tests::cut_tag(&gcm, 16), gcm, "re-encoded as it was");
+        for length in [4, 8, 12] {
+            let truncated = compressed::tests::cut_tag(&gcm, length);
+            let refused =
+                open_with(&truncated, "application/pkcs7-mime; smime-type=authEnveloped-data", &keys);
+            assert!(matches!(refused, Err(Failure::DecryptionFailed(_))), "a {length}-byte tag: {refused:?}");
+        }
         let cut = [edi().as_slice(), b"\r\nnot the trailer"].concat();
         let extended = enveloped_with(&cut, &keys[0], Cipher::aes_128_gcm());
         assert!(

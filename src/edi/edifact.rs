@@ -44,18 +44,27 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         }
     };
     let charset = charset(unb.component(1, 1)).unwrap_or(Charset::Latin1);
-    let text = |n: usize, c: usize| -> Result<String, EdiError> {
+    // Each of the key's parts at most as long as ISO 9735 allows (0004 and 0010 an..35, 0007
+    // an..4, 0020 an..14): what the inbox's unique index holds.
+    let text = |n: usize, c: usize, max: usize| -> Result<String, EdiError> {
         let raw = super::syntax::unescape(unb.component(n, c), delimiters.release);
-        charset.decode(&raw).map(|s| s.trim().to_owned()).map_err(|_| {
+        let text = charset.decode(&raw).map(|s| s.trim().to_owned()).map_err(|_| {
             unb.error(Some(unb.element_name(n)), "the UNB contains bytes outside its character set")
                 .with_kind(super::ErrorKind::Charset)
-        })
+        })?;
+        match text.chars().count() {
+            length if length > max => Err(unb.error(
+                Some(unb.element_name(n)),
+                format!("{} is {length} characters long; ISO 9735 allows at most {max}", unb.element_name(n)),
+            )),
+            _ => Ok(text),
+        }
     };
     let envelope = Envelope {
         standard: Standard::Edifact,
-        sender: PartyId { id: text(2, 1)?, qualifier: text(2, 2)? },
-        receiver: PartyId { id: text(3, 1)?, qualifier: text(3, 2)? },
-        control_number: text(5, 1)?,
+        sender: PartyId { id: text(2, 1, 35)?, qualifier: text(2, 2, 4)? },
+        receiver: PartyId { id: text(3, 1, 35)?, qualifier: text(3, 2, 4)? },
+        control_number: text(5, 1, 14)?,
     };
     if envelope.sender.id.is_empty() || envelope.control_number.is_empty() {
         return Err(unb.error(

@@ -114,6 +114,18 @@ pub(super) fn read(input: &[u8], start: usize, limits: Limits) -> Result<Interch
         Delimiters { segment: terminator, element, component, repetition: None, release: None };
     let isa = Segment { position: 1, offset: start, bytes: isa_bytes, terminated: true, delimiters };
     let field = |n: usize| String::from_utf8_lossy(isa.element(n)).trim().to_owned();
+    // The key's parts may be unpadded (a lenient partner), never wider than the ISA fixes them:
+    // what the inbox's unique index holds.
+    for n in [5, 6, 7, 8, 13] {
+        let (found, width) = (isa.element(n).len(), ISA_WIDTHS[n - 1]);
+        if found > width {
+            let name = isa.element_name(n);
+            return Err(EdiError {
+                element: Some(name.clone()),
+                ..isa_error(&format!("{name} is {found} characters wide; the ISA fixes it at {width}"))
+            });
+        }
+    }
     if field(12).as_str() >= REPETITION_SEPARATOR_FROM {
         delimiters.repetition = isa.element(11).first().copied();
     }

@@ -1,6 +1,7 @@
 //! Abuse limits of this instance, all answering 429 with Retry-After: a token bucket per proven
-//! partner (requests per minute), a cap on deliveries in flight, a smaller cap on signed requests
-//! whose signature is not verified yet (in all, and per remote address), a bucket of refusals per
+//! partner (requests per minute), a cap on deliveries in flight, a smaller pool of slots for signed
+//! requests whose signature is not verified yet (in all, and per remote address; the slowest holder
+//! yields its slot to a newcomer: [`Unproven`]), a bucket of refusals per
 //! remote address (an address that keeps failing is refused before any work). [`PerAddress`] also
 //! caps the connections one address holds. With the memory budget (`ingest::Budget`) they are
 //! per instance, so N replicas admit up to N times the configured rates.
@@ -11,7 +12,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+use super::unproven::{Unproven, UnprovenSlot};
 
 /// Distinct keys a bucket map keeps before it forgets the full (idle) buckets.
 const MAX_BUCKETS: usize = 100_000;
@@ -30,14 +33,7 @@ pub struct Limiter {
     refusals: Buckets<IpAddr>,
     refusals_per_minute: u32,
     in_flight: Arc<Semaphore>,
-    unproven: Arc<Semaphore>,
-    unproven_by_address: Arc<PerAddress>,
-}
-
-/// A slot of a request that has proven nothing yet: one of the instance's, one of its address's.
-pub struct UnprovenSlot {
-    _slot: OwnedSemaphorePermit,
-    _address: Option<Held>,
+    unproven: Arc<Unproven>,
 }
 
 impl Limiter {
@@ -47,8 +43,7 @@ impl Limiter {
             refusals: Buckets::default(),
             refusals_per_minute: capacities.refusals_per_minute,
             in_flight: Arc::new(Semaphore::new(capacities.in_flight)),
-            unproven: Arc::new(Semaphore::new(capacities.unproven_in_flight)),
-            unproven_by_address: PerAddress::new(capacities.unproven_per_address),
+            unproven: Unproven::new(capacities.unproven_in_flight, capacities.unproven_per_address),
         }
     }
 
@@ -57,15 +52,15 @@ impl Limiter {
         Arc::clone(&self.in_flight).try_acquire_owned().map_err(|_| Duration::from_secs(1))
     }
 
-    /// A slot for a signed request from `address` until its signature is checked.
+    /// A slot for a signed request from `address` until its signature is checked, taken from the
+    /// slowest holder when every one is held.
     pub fn admit_unproven(&self, address: Option<IpAddr>) -> Result<UnprovenSlot, Duration> {
-        let busy = Duration::from_secs(1);
-        let held = match address {
-            Some(address) => Some(self.unproven_by_address.hold(address).ok_or(busy)?),
-            None => None,
-        };
-        let slot = Arc::clone(&self.unproven).try_acquire_owned().map_err(|_| busy)?;
-        Ok(UnprovenSlot { _slot: slot, _address: held })
+        self.unproven.admit(address).ok_or(Duration::from_secs(1))
+    }
+
+    /// Overtakes the slowest unproven request for its memory; resolves once it has let go.
+    pub fn overtake_slowest_unproven(&self) -> Option<oneshot::Receiver<()>> {
+        self.unproven.overtake_slowest()
     }
 
     /// Takes one request from a proven partner's bucket of `per_minute`.
@@ -204,19 +199,11 @@ mod tests {
     }
 
     #[test]
-    fn an_address_holds_at_most_its_share_of_unproven_slots() {
-        let limiter = limiter();
-        let (one, other) = ("192.0.2.7".parse().ok(), "192.0.2.8".parse().ok());
-        let first = limiter.admit_unproven(one).unwrap();
-        let _second = limiter.admit_unproven(one).unwrap();
-        assert!(limiter.admit_unproven(one).is_err(), "its address holds two");
-        let _third = limiter.admit_unproven(other).unwrap();
-        assert!(limiter.admit_unproven(None).is_err(), "the instance holds three");
-        drop(first);
-        assert!(limiter.admit_unproven(one).is_ok());
+    fn an_address_holds_at_most_its_share() {
         let addresses = PerAddress::new(1);
         let held = addresses.hold("192.0.2.9".parse().unwrap()).unwrap();
         assert!(addresses.hold("192.0.2.9".parse().unwrap()).is_none());
+        assert!(addresses.hold("192.0.2.10".parse().unwrap()).is_some());
         drop(held);
         assert!(addresses.held.lock().unwrap().is_empty(), "no entry outlives what it held");
     }

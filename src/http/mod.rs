@@ -22,6 +22,7 @@ pub mod quarantine;
 pub mod receive;
 mod representation;
 mod sns_certificates;
+mod unproven;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -74,6 +74,12 @@ pub enum ApiError {
          seconds; nothing was recorded"
     )]
     SlowBody(u64),
+    /// The body was the slowest of the unproven requests' when a newcomer needed its slot.
+    #[error(
+        "the request body arrived at {0} bytes per second, the slowest of the requests not yet authenticated \
+         when another needed its place; nothing was recorded"
+    )]
+    Overtaken(u64),
     #[error("request timed out")]
     Timeout,
     /// The instance is not ready to take deliveries, and why (told to operators only).
@@ -115,7 +121,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) | ApiError::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::SlowBody(_) | ApiError::Overtaken(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Timeout
             | ApiError::NotReady(_)
             | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
@@ -152,7 +158,7 @@ impl ApiError {
             ApiError::Forbidden(_) => ("forbidden-sender", "Forbidden"),
             ApiError::RateLimited(_) => ("rate-limited", "Too many requests"),
             ApiError::Busy { .. } => ("rate-limited", "Memory budget spent"),
-            ApiError::SlowBody(_) => ("request-timeout", "Request body too slow"),
+            ApiError::SlowBody(_) | ApiError::Overtaken(_) => ("request-timeout", "Request body too slow"),
             ApiError::Timeout
             | ApiError::NotReady(_)
             | ApiError::Store(StoreError::Unavailable(_) | StoreError::Unconfirmed) => {
@@ -226,7 +232,7 @@ impl ApiError {
             ApiError::As2(failure) => failure.modifier(),
             ApiError::Forbidden(_) => "forbidden",
             ApiError::RateLimited(_) | ApiError::Busy { .. } => "rate-limited",
-            ApiError::SlowBody(_) => "timeout",
+            ApiError::SlowBody(_) | ApiError::Overtaken(_) => "timeout",
             ApiError::BadRequest(_)
             | ApiError::NotFound
             | ApiError::AlreadyExists(_)
@@ -264,7 +270,7 @@ impl IntoResponse for ApiError {
             ApiError::Busy { .. } | ApiError::As2(As2Failure::Busy) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after(BUDGET_WAIT)));
             }
-            ApiError::SlowBody(_) => {
+            ApiError::SlowBody(_) | ApiError::Overtaken(_) => {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             ApiError::Unauthorized(_) => {

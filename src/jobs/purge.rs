@@ -35,6 +35,7 @@ pub async fn purge(store: &Store, retention: Retention, dry_run: bool) -> Result
             ("quarantine", purged.quarantine),
             ("sns_messages", purged.sns_messages),
             ("console_sessions", purged.console_sessions),
+            ("console_devices", purged.console_devices),
             ("operator_actions", purged.operator_actions),
             ("interchanges", purged.interchanges),
         ] {

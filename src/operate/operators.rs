@@ -1,7 +1,8 @@
 //! Named operators: registering, disabling, enabling and resetting one (the command line's
-//! `edi-inbox operator …`), and checking a console sign-in. A sign-in under a locked name is
-//! refused unread; each wrong password counts on the operator's row (every replica sees it) and
-//! locks the name past [`FREE_ATTEMPTS`]. Argon2id takes tens of milliseconds of one CPU, so at
+//! `edi-inbox operator …`), and checking a console sign-in. Each guess is counted before its
+//! password is checked, on the operator's row (every replica sees it), or, from a browser that
+//! signed in under the name before, on that device's row; past [`FREE_ATTEMPTS`] they are locked
+//! and a guess is refused unread. Argon2id takes tens of milliseconds of one CPU, so at
 //! most [`CHECKS_AT_ONCE`] checks run at a time, on the blocking pool, and [`CHECKS_WAITING`] wait:
 //! a flood of sign-ins is refused as busy instead of taking the CPUs that deliveries need.
 
@@ -10,7 +11,7 @@ use tokio::sync::Semaphore;
 
 use super::{Actor, Error, recorded};
 use crate::operators::{FREE_ATTEMPTS, Operator, OperatorName, Role, hash, locked_until, verify};
-use crate::store::Store;
+use crate::store::{Guesses, Store};
 
 /// Password checks running at once, whatever the number of sign-ins.
 pub const CHECKS_AT_ONCE: usize = 2;
@@ -66,34 +67,66 @@ pub async fn reset(
 }
 
 /// The operator `name` and `password` sign in as: `None` for an unknown name, a wrong password, a
-/// disabled operator or a locked name, all alike (the caller cannot tell which).
-pub async fn sign_in(store: &Store, name: &str, password: &str) -> Result<Option<Operator>, Error> {
-    let now = Utc::now();
+/// disabled operator or a locked name, all alike (the caller cannot tell which). `device` is the
+/// id digest of a device cookie the browser proved for this name: its guesses count on it alone.
+pub async fn sign_in(
+    store: &Store,
+    name: &str,
+    password: &str,
+    device: Option<&str>,
+) -> Result<Option<Operator>, Error> {
     let found = match OperatorName::parse(name) {
         Ok(name) => store.operator_with_hash(&name).await?,
         Err(_) => None,
     };
-    if let Some((operator, _)) = &found
-        && operator.locked_until.is_some_and(|until| until > now)
-    {
+    let password = password.to_owned();
+    let Some((operator, hash)) = found else {
+        checked(move || verify(None, &password)).await?;
+        return Ok(None);
+    };
+    let from_device = device.map(|id_sha256| Guesses::Device { id_sha256, operator: &operator.name });
+    let guesses = match from_device {
+        Some(device) if store.sign_in_guesses(&device).await?.is_some() => device,
+        _ => Guesses::Name(&operator.name),
+    };
+    if !counted(store, &guesses).await? {
         return Ok(None);
     }
-    let (operator, hash) = found.unzip();
-    let password = password.to_owned();
-    let right = checked(move || verify(hash.as_deref(), &password)).await?;
-    let Some(operator) = operator else { return Ok(None) };
-    if right {
-        if operator.failed_sign_ins > 0 {
-            store.record_sign_in(&operator.name, 0, None).await?;
+    if !checked(move || verify(Some(&hash), &password)).await? {
+        return Ok(None);
+    }
+    store.forget_guesses(&guesses).await?;
+    Ok(operator.disabled_at.is_none().then_some(operator))
+}
+
+/// Tries at counting a guess before giving up (each lost only to another guess counted meanwhile).
+const COUNT_TRIES: usize = 8;
+
+/// Counts a guess on `guesses` before its password is checked, and locks them past
+/// [`FREE_ATTEMPTS`] in the same statement; false when they are locked now, or when every try was
+/// overtaken by other guesses: the guess is then refused unchecked. Thirty guesses sent at once
+/// are thus five checked, not thirty.
+async fn counted(store: &Store, guesses: &Guesses<'_>) -> Result<bool, Error> {
+    for _ in 0..COUNT_TRIES {
+        let now = Utc::now();
+        let Some(seen) = store.sign_in_guesses(guesses).await? else { return Ok(false) };
+        if seen.locked_until.is_some_and(|until| until > now) {
+            return Ok(false);
         }
-        return Ok(operator.disabled_at.is_none().then_some(operator));
+        let failures = seen.failed_sign_ins.saturating_add(1);
+        if store.count_guess(guesses, seen.failed_sign_ins, locked_until(failures, now)).await? {
+            if failures == FREE_ATTEMPTS {
+                let on = match guesses {
+                    Guesses::Name(_) => "name",
+                    Guesses::Device { .. } => "device",
+                };
+                tracing::warn!(target: "edi_inbox::security", operator = %guesses.operator(), on, failures,
+                    "console sign-in locked after wrong passwords");
+            }
+            return Ok(true);
+        }
     }
-    let failures = operator.failed_sign_ins.saturating_add(1);
-    store.record_sign_in(&operator.name, failures, locked_until(failures, now)).await?;
-    if failures == FREE_ATTEMPTS {
-        tracing::warn!(target: "edi_inbox::security", operator = %operator.name, failures, "console sign-in locked after wrong passwords");
-    }
-    Ok(None)
+    Ok(false)
 }
 
 async fn hashed(password: &str) -> Result<String, Error> {

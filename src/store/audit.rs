@@ -5,7 +5,7 @@
 //! never a commit on the request's path. The queue is bounded: beyond it, attempts are counted as
 //! dropped and refusals fold into one `*` address, so a flood costs a bounded number of bytes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ pub const MAX_HEADER_BYTES: usize = 256;
 const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 /// Attempts waiting to be written before more are dropped (and counted).
 const MAX_QUEUED_ATTEMPTS: usize = 20_000;
-/// Distinct refusal counters per flush before further addresses fold into `*`.
+/// Distinct refusal counters (rows) per minute before further addresses fold into `*`.
 const MAX_REFUSAL_KEYS: usize = 10_000;
 
 /// For each `(transport, key)`, whether its transport id was seen before with another key: in
@@ -170,11 +170,36 @@ pub(super) struct AuditQueue {
     pending: Mutex<Pending>,
 }
 
+/// The refusal counters of the latest minute, written or pending: a flood from many addresses
+/// writes at most [`MAX_REFUSAL_KEYS`] rows a minute, however many flushes the minute spans.
+#[derive(Default)]
+struct Counted {
+    minute: Option<DateTime<Utc>>,
+    keys: HashSet<RefusalKey>,
+}
+
+impl Counted {
+    /// `key`, or the `*` counter of its minute when the minute has its most counters already.
+    fn admit(&mut self, mut key: RefusalKey) -> RefusalKey {
+        if self.minute < Some(key.minute) {
+            self.minute = Some(key.minute);
+            self.keys.clear();
+        }
+        if self.keys.len() >= MAX_REFUSAL_KEYS && !self.keys.contains(&key) {
+            key.remote_addr = "*".into();
+            key.partner_id = String::new();
+        }
+        self.keys.insert(key.clone());
+        key
+    }
+}
+
 #[derive(Default)]
 struct Pending {
     attempts: Vec<Attempt>,
     refusals: HashMap<RefusalKey, RefusalCount>,
     dropped: u64,
+    counted: Counted,
 }
 
 impl AuditQueue {
@@ -195,17 +220,13 @@ impl AuditQueue {
         at: DateTime<Utc>,
     ) {
         let Ok(mut pending) = self.pending.lock() else { return };
-        let mut key = RefusalKey {
+        let key = pending.counted.admit(RefusalKey {
             minute: at.duration_trunc(TimeDelta::minutes(1)).unwrap_or(at),
             remote_addr: facts.remote_addr.clone().unwrap_or_default(),
             partner_id: facts.partner_id.as_ref().map(PartnerId::to_string).unwrap_or_default(),
             outcome,
             status,
-        };
-        if pending.refusals.len() >= MAX_REFUSAL_KEYS && !pending.refusals.contains_key(&key) {
-            key.remote_addr = "*".into();
-            key.partner_id = String::new();
-        }
+        });
         let count = pending.refusals.entry(key).or_insert(RefusalCount {
             attempts: 0,
             user_agent: None,
@@ -216,8 +237,11 @@ impl AuditQueue {
         count.request_id.clone_from(&facts.request_id);
     }
 
+    /// What is queued now; the minute's counters stay counted.
     fn take(&self) -> Pending {
-        self.pending.lock().map(|mut pending| std::mem::take(&mut *pending)).unwrap_or_default()
+        let Ok(mut pending) = self.pending.lock() else { return Pending::default() };
+        let counted = std::mem::take(&mut pending.counted);
+        std::mem::replace(&mut *pending, Pending { counted, ..Pending::default() })
     }
 
     /// Puts back what could not be written (the database was down), within the bounds.
@@ -387,5 +411,18 @@ mod tests {
         assert_eq!(one.attempts, 1000);
         let folded = pending.refusals.iter().find(|(k, _)| k.remote_addr == "*").unwrap().1;
         assert_eq!(folded.attempts, 51);
+        // The next flushes of the same minute: new addresses fold, counted ones keep their row.
+        for n in 0..100 {
+            queue.refusal("unauthenticated", 401, &facts(&format!("172.16.0.{n}")), at);
+        }
+        queue.refusal("unauthenticated", 401, &facts("192.0.2.1"), at);
+        let later = queue.take();
+        let addresses: Vec<&str> = later.refusals.keys().map(|k| k.remote_addr.as_str()).collect();
+        assert_eq!(later.refusals.len(), 2, "{addresses:?}");
+        assert_eq!(later.refusals.iter().find(|(k, _)| k.remote_addr == "*").unwrap().1.attempts, 100);
+        // A new minute has its own counters.
+        let next = at + TimeDelta::minutes(1);
+        queue.refusal("unauthenticated", 401, &facts("172.16.0.1"), next);
+        assert!(queue.take().refusals.keys().any(|k| k.remote_addr == "172.16.0.1"));
     }
 }

@@ -91,7 +91,7 @@ pub use console::RefusalGroup;
 pub use durability::Synchronous;
 pub use exports::{Export, FinishedExport};
 pub use invoices::{InvoiceFilter, InvoiceFindings};
-pub use operators::ConsoleSession;
+pub use operators::{ConsoleSession, Counted, Guesses};
 pub use outbox::{Leased, OutboxFilter, OutboxStats, Settled, StorageStats, Transition};
 pub use partners::DeliveryAttempt;
 pub use purge::{PurgeRun, Purged};
@@ -163,8 +163,8 @@ pub enum StoreError {
     Unconfirmed,
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
-    /// PostgreSQL refused a value of the request itself (SQLSTATE class 22, a data exception such
-    /// as a NUL in text): retrying the same request can never succeed.
+    /// The database refused a value of the request itself (a data exception such as a NUL in
+    /// text, an index row over its size limit): retrying the same request can never succeed.
     #[error("the database refused a value: {0}")]
     Refused(#[source] sqlx::Error),
     #[error("stored data is not readable: {0}")]
@@ -190,9 +190,15 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// PostgreSQL's data exceptions (SQLSTATE class 22): the value, not the moment, is wrong.
+/// A value, not the moment, is wrong, and no retry can cure it: PostgreSQL's data exceptions
+/// (SQLSTATE class 22, a NUL in text) and program limits (class 54, an index row over its size),
+/// SQLite's `SQLITE_TOOBIG` (18).
 fn is_data_exception(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.len() == 5 && code.starts_with("22")))
+    let refused = |code: &str| match code.len() {
+        5 => code.starts_with("22") || code.starts_with("54"),
+        _ => code.parse::<u32>().is_ok_and(|sqlite| sqlite & 0xff == 18),
+    };
+    matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| refused(&code)))
 }
 
 /// Errors a retry may cure: no connection, connection lost, server shutting down or overloaded,

@@ -25,6 +25,48 @@ pub struct ConsoleSession {
     pub expires_at: DateTime<Utc>,
 }
 
+/// Where a sign-in's wrong passwords are counted: on the operator's name, or, from a browser that
+/// signed in under the name before, on that device alone.
+pub enum Guesses<'a> {
+    Name(&'a OperatorName),
+    /// The SHA-256 (hex) of the device cookie's random id, and the operator it signed in as.
+    Device {
+        id_sha256: &'a str,
+        operator: &'a OperatorName,
+    },
+}
+
+/// The wrong passwords in a row counted so far, and the lock they earned.
+#[derive(sqlx::FromRow)]
+pub struct Counted {
+    pub failed_sign_ins: i32,
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+impl Guesses<'_> {
+    /// The table, its key column and the column naming the operator.
+    fn columns(&self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Guesses::Name(_) => ("operators", "name", "name"),
+            Guesses::Device { .. } => ("console_devices", "id_sha256", "operator"),
+        }
+    }
+
+    fn key(&self) -> &str {
+        match self {
+            Guesses::Name(name) => name.as_str(),
+            Guesses::Device { id_sha256, .. } => id_sha256,
+        }
+    }
+
+    /// The operator whose sign-ins these are.
+    pub fn operator(&self) -> &OperatorName {
+        match self {
+            Guesses::Name(name) | Guesses::Device { operator: name, .. } => name,
+        }
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct SessionRow {
     operator: Option<String>,
@@ -120,16 +162,56 @@ impl Store {
         }))
     }
 
-    /// Records a password check under `name`: the wrong ones in a row so far and the lock they
-    /// earned (0 and `None` after a right one).
-    pub async fn record_sign_in(
+    /// The wrong passwords counted on `guesses` so far and the lock they earned; `None` when a
+    /// device's row is gone (expired, or another operator's).
+    pub async fn sign_in_guesses(&self, guesses: &Guesses<'_>) -> Result<Option<Counted>, StoreError> {
+        let (table, key, operator) = guesses.columns();
+        let sql =
+            format!("SELECT failed_sign_ins, locked_until FROM {table} WHERE {key} = $1 AND {operator} = $2");
+        Ok(on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(guesses.key()).bind(guesses.operator().as_str()).fetch_optional(pool).await?))
+    }
+
+    /// Counts one more wrong password on `guesses`, before its password is checked, unless another
+    /// sign-in counted one since `seen` was read (false: read it again). Compared and set in one
+    /// statement, so that guesses sent at once are each counted, and each one past the lock is
+    /// refused unchecked.
+    pub async fn count_guess(
         &self,
-        name: &OperatorName,
-        failures: i32,
+        guesses: &Guesses<'_>,
+        seen: i32,
         locked_until: Option<DateTime<Utc>>,
+    ) -> Result<bool, StoreError> {
+        let (table, key, _) = guesses.columns();
+        let sql = format!(
+            "UPDATE {table} SET failed_sign_ins = $3, locked_until = $4 WHERE {key} = $1 AND failed_sign_ins = $2"
+        );
+        let counted = on_pool!(self, pool => sqlx::query(sqlx::AssertSqlSafe(sql)).bind(guesses.key())
+            .bind(seen).bind(seen.saturating_add(1)).bind(locked_until).execute(pool).await?.rows_affected());
+        Ok(counted == 1)
+    }
+
+    /// Forgets the wrong passwords counted on `guesses` (after a right one).
+    pub async fn forget_guesses(&self, guesses: &Guesses<'_>) -> Result<(), StoreError> {
+        let (table, key, _) = guesses.columns();
+        let sql = format!(
+            "UPDATE {table} SET failed_sign_ins = 0, locked_until = NULL WHERE {key} = $1 AND failed_sign_ins > 0"
+        );
+        on_pool!(self, pool => sqlx::query(sqlx::AssertSqlSafe(sql)).bind(guesses.key()).execute(pool).await.map(|_| ())?);
+        Ok(())
+    }
+
+    /// Keeps the device of this id digest (hex) for `operator` until `expires_at`, its guesses
+    /// forgotten (a sign-in from it).
+    pub async fn keep_console_device(
+        &self,
+        id_sha256: &str,
+        operator: &OperatorName,
+        expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE operators SET failed_sign_ins = $2, locked_until = $3 WHERE name = $1";
-        on_pool!(self, pool => sqlx::query(SQL).bind(name.as_str()).bind(failures).bind(locked_until)
+        const SQL: &str = "INSERT INTO console_devices (id_sha256, operator, expires_at) VALUES ($1, $2, $3) \
+            ON CONFLICT (id_sha256) DO UPDATE SET failed_sign_ins = 0, locked_until = NULL, expires_at = $3";
+        on_pool!(self, pool => sqlx::query(SQL).bind(id_sha256).bind(operator.as_str()).bind(expires_at)
             .execute(pool).await.map(|_| ())?);
         Ok(())
     }

@@ -44,6 +44,7 @@ pub struct Purged {
     pub sns_messages: u64,
     /// Console sessions past their expiry (signed out or not).
     pub console_sessions: u64,
+    pub console_devices: u64,
     /// Recorded operator actions older than the retention.
     pub operator_actions: u64,
     pub interchanges: u64,
@@ -101,6 +102,8 @@ const SNS_MESSAGES: Step =
     Step { table: "sns_subscriptions", filter: "received_at < $1", set: None, partitioned_key: None };
 const CONSOLE_SESSIONS: Step =
     Step { table: "console_sessions", filter: "expires_at < $1", set: None, partitioned_key: None };
+const CONSOLE_DEVICES: Step =
+    Step { table: "console_devices", filter: "expires_at < $1", set: None, partitioned_key: None };
 const OPERATOR_ACTIONS: Step =
     Step { table: "operator_actions", filter: "at < $1", set: None, partitioned_key: None };
 const INTERCHANGES: Step = Step { table: "inbox", filter: "id < $1", set: None, partitioned_key: None };
@@ -186,6 +189,7 @@ macro_rules! run_all {
             quarantine: run_step!($db, $conn, QUARANTINE, time, run),
             sns_messages: run_step!($db, $conn, SNS_MESSAGES, time, run),
             console_sessions: run_step!($db, $conn, CONSOLE_SESSIONS, Horizon::Time(run.now), run),
+            console_devices: run_step!($db, $conn, CONSOLE_DEVICES, Horizon::Time(run.now), run),
             operator_actions: run_step!($db, $conn, OPERATOR_ACTIONS, time, run),
             interchanges: match run.keys_before {
                 Some(before) => run_step!($db, $conn, INTERCHANGES, Horizon::Id(first_id_at(before)), run),

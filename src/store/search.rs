@@ -153,8 +153,12 @@ struct Lookup<'a> {
     parts: Vec<(&'static str, Value<'a>)>,
 }
 
+/// The fewest characters (leading zeros aside) a search text matches control numbers by as a
+/// prefix; a shorter one matches them exactly.
+const MIN_PREFIX: usize = 3;
+
 /// A search text as lookups of the interchanges it finds: its control number starting with the
-/// text (leading zeros aside), or its sender id, or one of its invoices' number, purchase order or
+/// text (leading zeros aside; exactly, for a text shorter than [`MIN_PREFIX`]), or its sender id, or one of its invoices' number, purchase order or
 /// total being the text. Each reads an index in the list's order (`inbox_control_digits`,
 /// `inbox_sender`, `invoices_number_inbox`, `invoices_purchase_order`, `invoices_total_text`).
 pub(super) struct Search<'a> {
@@ -165,8 +169,14 @@ impl<'a> Search<'a> {
     /// No lookups without a text: the list reads `inbox` alone.
     pub fn new(q: Option<&'a str>) -> Search<'a> {
         let Some(q) = q else { return Search { lookups: Vec::new() } };
-        let control = match prefix_range(q.trim_start_matches('0')) {
+        let digits = q.trim_start_matches('0');
+        let control = match prefix_range(digits) {
             (from, _) if from.is_empty() => vec![("inbox.control_number = ", Value::from(q))],
+            // A prefix of one or two characters would match a tenth or a hundredth of every
+            // interchange, read and sorted whole: such a text finds its control number exactly.
+            _ if digits.chars().count() < MIN_PREFIX => {
+                vec![("ltrim(inbox.control_number, '0') = ", Value::from(digits))]
+            }
             (from, until) => {
                 let mut parts = vec![("ltrim(inbox.control_number, '0') >= ", Value::Owned(from))];
                 if let Some(until) = until {

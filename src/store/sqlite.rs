@@ -31,6 +31,9 @@ pub(super) struct Sqlite {
 
 impl Sqlite {
     pub(super) async fn connect(url: &str, options: &StoreOptions) -> Result<Sqlite, StoreError> {
+        if let Some(file) = super::sqlite_file(url) {
+            create_private(&file)?;
+        }
         let connect = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -67,6 +70,19 @@ impl Sqlite {
             }
         });
         Ok(Sqlite { pool, queue })
+    }
+}
+
+/// Creates the database file, when there is none yet, readable by its owner only: it holds the
+/// console's cookie key, operators' password hashes and partners' secrets. SQLite creates the
+/// `-wal` and `-shm` files with the permissions of the database file. An existing file keeps its
+/// own (an operator's choice).
+fn create_private(file: &std::path::Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(file) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(StoreError::Unavailable(sqlx::Error::Io(error))),
     }
 }
 

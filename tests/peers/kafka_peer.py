@@ -3,8 +3,9 @@ librdkafka the consumer uses) creates topics, produces interchanges and reads ba
 a group's committed offsets, printing JSON for tests/kafka.rs and scripts/kafka-chaos.py.
 
   kafka_peer.py create BROKER TOPIC PARTITIONS
-  kafka_peer.py produce BROKER TOPIC [--partition N] [--content-type T] FILE|DIR...
-  kafka_peer.py read BROKER TOPIC            (every message from the start: key, headers, body length)
+  kafka_peer.py produce BROKER TOPIC [--partition N] [--content-type T] [--header NAME=VALUE]... FILE|DIR...
+  kafka_peer.py read BROKER TOPIC            (every message from the start: key, headers as a map and
+                                              in order, body length)
   kafka_peer.py committed BROKER GROUP TOPIC (partition -> committed offset, -1 when none)
 """
 
@@ -35,6 +36,8 @@ def bodies(paths):
 def produce(args):
     producer = KafkaProducer(bootstrap_servers=args.broker, acks="all", max_request_size=16 << 20)
     headers = [("content-type", args.content_type.encode())] if args.content_type else []
+    headers += [tuple(header.split("=", 1)) for header in args.header]
+    headers = [(name, value.encode() if isinstance(value, str) else value) for name, value in headers]
     sent = [
         producer.send(args.topic, body, key=name.encode(), partition=args.partition, headers=headers)
         for name, body in bodies(args.files)
@@ -55,6 +58,7 @@ def read(args):
             "offset": message.offset,
             "key": message.key.decode() if message.key is not None else None,
             "headers": {key: value.decode() for key, value in message.headers},
+            "header_list": [[key, value.decode()] for key, value in message.headers],
             "bytes": len(message.value) if message.value is not None else None,
         }))
     consumer.close()
@@ -81,6 +85,7 @@ def main():
     command.add_argument("topic")
     command.add_argument("--partition", type=int)
     command.add_argument("--content-type", default="application/edi-x12")
+    command.add_argument("--header", action="append", default=[])
     command.add_argument("files", nargs="+")
     command.set_defaults(run=produce)
     command = commands.add_parser("read")

@@ -272,7 +272,7 @@ impl Settler {
         let (partition, offset) = (partition.to_string(), message.offset.to_string());
         let status = handled.status.to_string();
         let reason = handled.reason.as_deref().map(|reason| crate::inbox::truncated(reason, MAX_REASON));
-        let mut headers = message.headers.clone().unwrap_or_default();
+        let mut headers = OwnedHeaders::new();
         for (key, value) in [
             ("edi-inbox-outcome", Some(handled.outcome)),
             ("edi-inbox-status", Some(status.as_str())),
@@ -282,6 +282,13 @@ impl Settler {
             ("edi-inbox-offset", Some(offset.as_str())),
         ] {
             headers = headers.insert(Header { key, value });
+        }
+        // The original's headers follow ours, less any in our namespace: a producer cannot plant
+        // a copy of ours that a reader would take for the service's word.
+        for original in message.headers.iter().flat_map(OwnedHeaders::iter) {
+            if !is_ours(original.key) {
+                headers = headers.insert(original);
+            }
         }
         let mut attempts = 0;
         let mut body = (!message.null_payload).then_some(&message.queued.body[..]);
@@ -318,6 +325,14 @@ impl Settler {
         }
     }
 }
+
+/// Whether a header name is in the namespace of the headers this service writes.
+fn is_ours(key: &str) -> bool {
+    key.get(..OUR_HEADERS.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(OUR_HEADERS))
+}
+
+/// The prefix of the headers a dead letter carries from this service.
+const OUR_HEADERS: &str = "edi-inbox-";
 
 /// A message taken from a partition: the inbox's view of it (its body, its `content-type` header,
 /// and where it was read), and what its dead letter repeats. The body is copied once, out of

@@ -100,6 +100,10 @@ fn description_rank(characteristic: &[u8]) -> u8 {
     }
 }
 
+/// The longest document number (BGM 1004, an..35) and reference (RFF 1154, an..70) read.
+const MAX_DOCUMENT_NUMBER: usize = 35;
+const MAX_REFERENCE: usize = 70;
+
 /// Maps an INVOIC message (UNH..UNT inclusive).
 pub(in crate::edi) fn from_invoic(
     ic: &Interchange<'_>,
@@ -130,7 +134,8 @@ pub(in crate::edi) fn from_invoic(
         match s.tag() {
             b"BGM" => {
                 kind = kind_of(s.component(1, 1));
-                number = Some(r.required(s, r.component(s, 2, 1)?, 2, "document number")?);
+                let stated = r.bounded(s, r.component(s, 2, 1)?, 2, MAX_DOCUMENT_NUMBER)?;
+                number = Some(r.required(s, stated, 2, "document number")?);
                 sources.number = Some(s.position);
             }
             b"DTM" if group == Group::Terms => {
@@ -153,7 +158,7 @@ pub(in crate::edi) fn from_invoic(
                 }
             }
             b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => {
-                purchase_order = r.component(s, 1, 2)?;
+                purchase_order = r.bounded(s, r.component(s, 1, 2)?, 1, MAX_REFERENCE)?;
                 sources.purchase_order = Some(s.position).filter(|_| purchase_order.is_some());
             }
             b"CUX" if currency.is_none() => {

@@ -97,6 +97,28 @@ impl Reader<'_, '_> {
         self.text(segment, segment.component(n, c), n)
     }
 
+    /// `value` of element `n` when it is at most `max` characters (the standard's own maximum,
+    /// and all the store indexes): a longer one is refused, naming the element and its limit.
+    pub fn bounded(
+        &self,
+        segment: &Segment<'_>,
+        value: Option<String>,
+        n: usize,
+        max: usize,
+    ) -> Result<Option<String>, EdiError> {
+        match value {
+            Some(text) if text.chars().count() > max => {
+                let name = segment.element_name(n);
+                let message = format!(
+                    "{name} is {} characters long; the standard allows at most {max}",
+                    text.chars().count()
+                );
+                Err(segment.error(Some(name), message).with_kind(ErrorKind::Invalid))
+            }
+            value => Ok(value),
+        }
+    }
+
     pub fn required(
         &self,
         segment: &Segment<'_>,

@@ -43,6 +43,9 @@ fn is_tax_code(code: &[u8]) -> bool {
                 .is_some_and(|n| (650..=850).contains(&n)))
 }
 
+/// The longest invoice or order number an 810 states (BIG02 and BIG04, elements 76 and 324: AN 1/22).
+const MAX_REFERENCE: usize = 22;
+
 /// BIG07 (code list 640).
 fn kind_of(code: &[u8]) -> DocumentKind {
     match code {
@@ -86,8 +89,9 @@ pub(in crate::edi) fn from_810(
             b"BIG" => {
                 issue_date =
                     r.date(s, Some(r.required(s, r.element(s, 1)?, 1, "invoice date")?), 1, b"102")?;
-                number = Some(r.required(s, r.element(s, 2)?, 2, "invoice number")?);
-                purchase_order = r.element(s, 4)?;
+                let stated = r.bounded(s, r.element(s, 2)?, 2, MAX_REFERENCE)?;
+                number = Some(r.required(s, stated, 2, "invoice number")?);
+                purchase_order = r.bounded(s, r.element(s, 4)?, 4, MAX_REFERENCE)?;
                 kind = kind_of(s.element(7));
                 let big = Some(s.position);
                 (sources.number, sources.issue_date) = (big, big);

@@ -6,6 +6,7 @@
 mod accounting;
 mod audit;
 mod bulk;
+mod device;
 mod interchanges;
 mod invoices;
 mod overview;

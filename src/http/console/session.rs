@@ -111,7 +111,7 @@ impl Sessions {
         self.operator_digest.is_some() || self.viewer_digest.is_some()
     }
 
-    fn mac(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
+    pub(super) fn mac(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
         for part in parts {
             mac.update(part);
@@ -289,11 +289,11 @@ pub fn removal() -> HeaderValue {
     HeaderValue::from_static("edi_inbox_console=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(text: &str) -> Option<Vec<u8>> {
+pub(super) fn unhex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) || text.len() > 128 {
         return None;
     }

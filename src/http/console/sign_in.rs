@@ -2,7 +2,8 @@
 //! token still signs in (automation, and the first run before any operator exists). Every wrong
 //! attempt counts against its address as a wrong admin token does (429 past the limit, before
 //! anything is compared), and a wrong password also against the name (locked on every replica past
-//! five in a row). The answer is the same for an unknown name, a wrong password, a disabled
+//! five in a row), or, from a browser that signed in under the name before (its device cookie),
+//! against that device alone. The answer is the same for an unknown name, a wrong password, a disabled
 //! operator and a locked name. After signing in, the browser goes back to the page it was sent
 //! away from (`next`, a console path only).
 
@@ -14,6 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
 
+use super::device;
 use super::session::{self, Refusal, Session};
 use super::{Confirmed, Failure, bare};
 use crate::http::ApiContext;
@@ -50,9 +52,12 @@ pub fn to_sign_in(back: Option<&str>, lost: bool) -> Response {
     }
 }
 
-/// `next` when it is a page of the console (a path on this host, not the sign-in page).
+/// `next` when it is a page of the console (a path on this host, not the sign-in page) that can
+/// stand in a `Location` header as it is: visible ASCII only (a URL's other bytes are
+/// percent-encoded), so that no control character reaches a redirect.
 fn console_path(next: &str) -> Option<&str> {
-    let plain = next.len() <= 1024 && !next.contains(['\\', '\r', '\n', '\t']) && !next.starts_with("//");
+    let visible = next.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+    let plain = next.len() <= 1024 && visible && !next.starts_with("//");
     let page = next.starts_with("/console/") && !next.starts_with("/console/sign-");
     (plain && page).then_some(next)
 }
@@ -142,8 +147,10 @@ pub async fn sign_in(
         let wait = Some("Too many failed sign-ins from this address: wait a minute before trying again.");
         return page(&ctx, StatusCode::TOO_MANY_REQUESTS, wait, &form.next);
     }
+    let device = device::proven(&ctx.console, &headers, &form.name);
     let signed_in = if form.token.is_empty() {
-        match operators::sign_in(&ctx.store, &form.name, &form.password).await {
+        let device_id = device.as_ref().map(|device| device.id_sha256.as_str());
+        match operators::sign_in(&ctx.store, &form.name, &form.password, device_id).await {
             Ok(operator) => operator.map(|operator| (operator.role, Some(operator.name))),
             Err(error) => return Failure::from(error).into_response(),
         }
@@ -160,16 +167,23 @@ pub async fn sign_in(
         };
         return page(&ctx, StatusCode::UNAUTHORIZED, Some(wrong), &form.next);
     };
+    let mut cookies = Vec::new();
     if let Some(name) = &operator {
         tracing::info!(target: "edi_inbox::operator", operator = %name, role = role.as_str(), "console sign-in");
     }
-    let value = match ctx.console.open(&ctx.store, role, operator).await {
-        Ok(value) => value,
+    match ctx.console.open(&ctx.store, role, operator.clone()).await {
+        Ok(value) => cookies.push(ctx.console.cookie(&value, &headers)),
         Err(error) => return Failure::Api(ApiError::Store(error)).into_response(),
-    };
+    }
+    if let Some(name) = &operator {
+        match device::remember(&ctx.console, &ctx.store, &headers, name, device).await {
+            Ok(cookie) => cookies.push(cookie),
+            Err(error) => return Failure::Api(ApiError::Store(error)).into_response(),
+        }
+    }
     let mut response = Redirect::to(console_path(&form.next).unwrap_or("/console/")).into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&ctx.console.cookie(&value, &headers)) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    for cookie in cookies.iter().filter_map(|cookie| HeaderValue::from_str(cookie).ok()) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
 }
@@ -203,6 +217,10 @@ mod tests {
             "/v1/admin/partners",
             "/console/sign-in",
             "/console/\\x",
+            "/console/\u{b}",
+            "/console/\u{7f}",
+            "/console/é",
+            "/console/a b",
             "",
         ] {
             assert_eq!(console_path(elsewhere), None, "{elsewhere}");

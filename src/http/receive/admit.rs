@@ -8,8 +8,8 @@ use super::body::READ_COPIES;
 use super::{Attempt, doors};
 use crate::http::ApiContext;
 use crate::http::auth;
-use crate::http::limits::UnprovenSlot;
 use crate::http::problem::ApiError;
+use crate::http::unproven::UnprovenSlot;
 use crate::inbox::transport::{Door, Transport};
 use crate::ingest::{self, Shortfall};
 use crate::partners::Partner;
@@ -19,7 +19,8 @@ use crate::store::AttemptFacts;
 pub(super) struct Admitted {
     pub caller: auth::Caller,
     pub recognised: doors::Recognised,
-    _unproven: Option<UnprovenSlot>,
+    /// The slot of a caller whose credential is in its body, until it is proven.
+    pub unproven: Option<UnprovenSlot>,
 }
 
 /// Checks everything the headers can tell, cheapest first, before a byte of the body is read: the
@@ -64,11 +65,41 @@ pub(super) async fn admit(
     let bytes = declared.unwrap_or(limit).saturating_mul(READ_COPIES);
     match &caller {
         auth::Caller::Partner(_) => *reservation = budget.reserve(bytes).await.map_err(short_of_reading)?,
-        _ => budget
-            .fits(reservation, declared.unwrap_or(0).saturating_mul(READ_COPIES))
-            .map_err(short_of_reading)?,
+        _ => {
+            room(ctx, reservation, declared.unwrap_or(0).saturating_mul(READ_COPIES), unproven.is_some())
+                .await?
+        }
     }
-    Ok(Admitted { caller, recognised, _unproven: unproven })
+    Ok(Admitted { caller, recognised, unproven })
+}
+
+/// Most unproven requests overtaken to make room for one body.
+const OVERTAKEN_FOR_ROOM: usize = 4;
+/// How long an overtaken request may take to let go of its memory.
+const LETTING_GO: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether `bytes` fit the budget now for a request charged as its bytes arrive. An unproven one
+/// overtakes the slowest unproven requests for their memory when the unproven pool is held (a few
+/// dribbled bodies must not hold it against a signed partner).
+async fn room(
+    ctx: &ApiContext,
+    reservation: &ingest::Reservation,
+    bytes: usize,
+    unproven: bool,
+) -> Result<(), ApiError> {
+    let budget = ctx.ingest.budget();
+    for _ in 0..OVERTAKEN_FOR_ROOM {
+        match budget.fits(reservation, bytes) {
+            Err(Shortfall::Spent { .. }) if unproven => match ctx.limiter.overtake_slowest_unproven() {
+                Some(gone) => {
+                    let _ = tokio::time::timeout(LETTING_GO, gone).await;
+                }
+                None => break,
+            },
+            fits => return fits.map_err(short_of_reading),
+        }
+    }
+    budget.fits(reservation, bytes).map_err(short_of_reading)
 }
 
 /// The refusal of a body whose reading the memory budget cannot take.

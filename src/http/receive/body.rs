@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use http_body_util::BodyExt;
 
 use crate::http::problem::ApiError;
+use crate::http::unproven::Progress;
 
 /// Copies of a body that reading and parsing hold at once at most (the body, and a wrapped one's
 /// copy without line breaks; segments are read from the body, not held), charged to the memory
@@ -31,13 +32,22 @@ const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Reads the body up to `limit` bytes (413 beyond), passing `charge` the bytes read so far as they
 /// arrive (its refusal ends the reading), and refusing a body slower than `min_rate` bytes per
 /// second on average once [`BODY_GRACE`] is past (408): a request that dribbles its body holds
-/// its slot and its memory for seconds, not for the request timeout.
+/// its slot and its memory for seconds, not for the request timeout. An unproven request tells its
+/// `progress` as it reads, and stops (408) when a newcomer overtakes it.
 pub async fn read_body(
     mut body: Body,
     limit: usize,
     min_rate: u64,
+    progress: Option<&Progress>,
     mut charge: impl FnMut(usize) -> Result<(), ApiError>,
 ) -> Result<Bytes, ApiError> {
+    let overtaken = async {
+        match progress {
+            Some(progress) => progress.overtaken().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(overtaken);
     let started = tokio::time::Instant::now();
     let due = |read: usize| match min_rate {
         0 => None,
@@ -49,11 +59,18 @@ pub async fn read_body(
     let (mut first, mut joined): (Option<Bytes>, Option<BytesMut>) = (None, None);
     let mut read = 0usize;
     loop {
-        let next = match due(read) {
-            Some(deadline) => tokio::time::timeout_at(deadline, body.frame())
-                .await
-                .map_err(|_| ApiError::SlowBody(min_rate))?,
-            None => body.frame().await,
+        let frame = async {
+            match due(read) {
+                Some(deadline) => tokio::time::timeout_at(deadline, body.frame())
+                    .await
+                    .map_err(|_| ApiError::SlowBody(min_rate)),
+                None => Ok(body.frame().await),
+            }
+        };
+        let next = tokio::select! {
+            biased;
+            rate = &mut overtaken => return Err(ApiError::Overtaken(rate)),
+            next = frame => next?,
         };
         let frame = match next {
             None => break,
@@ -68,6 +85,9 @@ pub async fn read_body(
             return Err(ApiError::PayloadTooLarge(limit));
         }
         charge(read)?;
+        if let Some(progress) = progress {
+            progress.read(read);
+        }
         match (&mut joined, first.take()) {
             (Some(buffer), _) => buffer.extend_from_slice(&data),
             (None, None) => first = Some(data),
@@ -78,6 +98,9 @@ pub async fn read_body(
                 joined = Some(buffer);
             }
         }
+    }
+    if let Some(progress) = progress {
+        progress.finished();
     }
     Ok(joined.map(BytesMut::freeze).or(first).unwrap_or_default())
 }

@@ -44,7 +44,16 @@ pub(super) async fn deliver(
     let budget = ctx.ingest.budget();
     let reservation = &mut attempt.reservation;
     let charge_read = |read: usize| budget.top_up(reservation, charged_for(read)).map_err(short_of_reading);
-    let body = read_body(body, ctx.body_limit, ctx.min_body_rate, charge_read).await?;
+    let progress = admitted.unproven.as_ref().map(|slot| slot.progress());
+    let body = match read_body(body, ctx.body_limit, ctx.min_body_rate, progress, charge_read).await {
+        Ok(body) => body,
+        Err(error) => {
+            // Its memory is given back before its slot (dropped on return), which tells a newcomer
+            // that overtook it that the memory is free.
+            attempt.reservation = budget.nothing();
+            return Err(error);
+        }
+    };
     attempt.facts.body_bytes = i64::try_from(body.len()).unwrap_or(i64::MAX);
     let signed = admitted.caller.unproven();
     let caller = auth::verify_signature(&parts, admitted.caller, &body)?;
@@ -61,6 +70,7 @@ pub(super) async fn deliver(
     let partner = caller.partner().cloned();
     if partner.is_some() {
         attempt.reservation.proven();
+        admitted.unproven = None;
     }
     if let (true, Some(partner)) = (signed, &partner) {
         charge(ctx, partner, &mut attempt.facts)?;

@@ -1,10 +1,12 @@
 """Requests that prove nothing, held open as long as the server lets them: each of COUNT connections
-(from 16 loopback addresses, 127.0.0.2 to 127.0.0.17) posts an AS2 message without a credential
-that declares a 10 MiB body and then sends a byte every few seconds; when the server answers or
-closes, it waits half a second and starts again. Runs for SECONDS, then prints one line: how many
-connections were opened and how the server answered them.
+(from ADDRESSES loopback addresses, 127.0.0.2 on; 16 by default) posts an AS2 message without a
+credential that declares a 10 MiB body and then sends a byte every few seconds, or, with RATE,
+RATE bytes per second in tenths (above the server's minimum rate, never cut as slow); when the
+server answers or closes, it waits half a second and starts again. Runs for SECONDS, then prints
+one line: how many connections were opened and how the server answered them.
 
-Usage: python3 bench/slow_clients.py HOST:PORT COUNT SECONDS   (bench/slow-clients.sh runs it)
+Usage: python3 bench/slow_clients.py HOST:PORT COUNT SECONDS [RATE [ADDRESSES]]
+(bench/slow-clients.sh runs it)
 """
 
 import asyncio
@@ -15,7 +17,7 @@ HEAD = (b"POST /v1/interchanges HTTP/1.1\r\nHost: inbox\r\nAS2-From: ACME AS2\r\
         b"Content-Type: application/edi-x12\r\nContent-Length: 10485760\r\n\r\nISA")
 
 
-async def attacker(host, port, source, deadline, answers):
+async def attacker(host, port, source, deadline, answers, rate):
     loop = asyncio.get_running_loop()
     while loop.time() < deadline:
         try:
@@ -27,11 +29,12 @@ async def attacker(host, port, source, deadline, answers):
         answers["opened"] += 1
         try:
             writer.write(HEAD)
+            pause, piece = (0.1, b"*" * max(1, int(rate / 10))) if rate else (4, b"*")
             while loop.time() < deadline:
                 try:
-                    line = await asyncio.wait_for(reader.readline(), timeout=4)
+                    line = await asyncio.wait_for(reader.readline(), timeout=pause)
                 except asyncio.TimeoutError:
-                    writer.write(b"*")
+                    writer.write(piece)
                     await writer.drain()
                     continue
                 answers[line.split(b" ")[1].decode() if line.startswith(b"HTTP/") else "closed"] += 1
@@ -45,10 +48,12 @@ async def attacker(host, port, source, deadline, answers):
 
 async def main():
     address, count, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    rate = float(sys.argv[4]) if len(sys.argv) > 4 else 0
+    addresses = int(sys.argv[5]) if len(sys.argv) > 5 else 16
     host, port = address.rsplit(":", 1)
     deadline = asyncio.get_running_loop().time() + seconds
     answers = collections.Counter()
-    await asyncio.gather(*(attacker(host, int(port), f"127.0.0.{2 + n % 16}", deadline, answers)
+    await asyncio.gather(*(attacker(host, int(port), f"127.0.0.{2 + n % addresses}", deadline, answers, rate)
                            for n in range(count)))
     print(" ".join(f"{name} {answers[name]}" for name in sorted(answers)))
 

@@ -3,6 +3,8 @@
 //! `unique` gives every request a new ISA13 (first deliveries, 201); `replay` sends one interchange
 //! again and again (after its first delivery every answer is a 200 replay). With
 //! `EDI_INBOX_LOAD_API_KEY` set, requests carry it as `Authorization: Bearer`; with
+//! `EDI_INBOX_LOAD_WEBHOOK=PARTNER:SECRET`, each is signed as a Standard Webhooks sender signs it
+//! (its credential in its body: the server reads it before anything is proven); with
 //! `EDI_INBOX_LOAD_SAMPLES=FILE`, every answered request is written to FILE as its send time (Unix
 //! seconds) and latency (ms), for figures over a window of the run (`bench/purge.sh`).
 //! `cargo run --release --example load -- URL [CONCURRENCY] [SECONDS] [unique|replay]`;
@@ -26,7 +28,14 @@ async fn main() {
         Some(other) => panic!("mode must be unique or replay, not {other:?}"),
     };
     let api_key = std::env::var("EDI_INBOX_LOAD_API_KEY").ok();
-    let endpoint = format!("{url}/v1/interchanges");
+    let webhook = std::env::var("EDI_INBOX_LOAD_WEBHOOK").ok().map(|value| match value.split_once(':') {
+        Some((partner, secret)) => (partner.to_owned(), secret.to_owned()),
+        None => panic!("EDI_INBOX_LOAD_WEBHOOK is PARTNER:SECRET"),
+    });
+    let endpoint = match &webhook {
+        Some((partner, _)) => format!("{url}/v1/interchanges?partner={partner}"),
+        None => format!("{url}/v1/interchanges"),
+    };
     let client =
         reqwest::Client::builder().pool_max_idle_per_host(concurrency as usize).build().expect("client");
     // Runs against one database must not collide: control numbers start at the clock (in µs, which
@@ -38,11 +47,19 @@ async fn main() {
         let (client, endpoint) = (client.clone(), endpoint.clone());
         move |control: u64| {
             let body = SAMPLE.replace("000001142", &format!("{:09}", control % 1_000_000_000));
-            let mut request = client.post(&endpoint).header("content-type", "application/edi-x12").body(body);
+            let mut request = client.post(&endpoint).header("content-type", "application/edi-x12");
             if let Some(key) = &api_key {
                 request = request.bearer_auth(key);
             }
-            request.send()
+            if let Some((_, secret)) = &webhook {
+                let (id, now) = (format!("msg_{control}"), chrono::Utc::now().timestamp());
+                let signature = edi_inbox::partners::webhooks::sign(secret, &id, now, body.as_bytes());
+                request = request
+                    .header("webhook-id", id)
+                    .header("webhook-timestamp", now.to_string())
+                    .header("webhook-signature", signature);
+            }
+            request.body(body).send()
         }
     };
     if replay {

@@ -57,8 +57,9 @@ for backend in ${2:-postgres sqlite}; do
   control=$(curl -s -b "$work/cookies" "http://$address$some" | grep -o 'Control number</th><td class="mono">[0-9]*' | grep -o '[0-9]*$')
   invoice=$(curl -s -b "$work/cookies" "http://$address$some" | grep -o '/console/invoices/[0-9a-f-]*' | head -n 1)
   digits=$(sed 's/^0*//' <<<"$control" | cut -c1-4)
-  # The search box: a partial control number (few match), and an invoice number every interchange
-  # of the load has (all match: the worst case).
+  # The search box: a partial control number (few match), one digit (a control number exactly:
+  # as a prefix it would match a ninth of all), and an invoice number every interchange of the
+  # load has (all match: the worst case).
   loaded=$SECONDS
   older=$(curl -s -b "$work/cookies" "http://$address/console/interchanges" | grep -o 'cursor=[0-9a-f-]*' | head -n 1)
   # The overview first while the load's last two minutes are still counted from the database (the
@@ -66,7 +67,7 @@ for backend in ${2:-postgres sqlite}; do
   # 10,000), a page back, oldest first, the search box, the detail pages.
   for page in / /interchanges "/interchanges?$older" "/interchanges?before=${older#cursor=}" \
     "/interchanges?order=oldest" "/interchanges?control_number=$control" "/interchanges?status=rejected" \
-    "/interchanges?q=$digits" "/interchanges?q=INV-1042" "/interchanges?q=INV-1042&$older" \
+    "/interchanges?q=$digits" "/interchanges?q=1" "/interchanges?q=INV-1042" "/interchanges?q=INV-1042&$older" \
     "${some#/console}" "${invoice#/console}" /quarantine /accounting /partners /refusals /audit; do
     measure "$page"
   done

@@ -131,7 +131,7 @@ impl Attempt {
         (status = 409, description = "`control-number-conflict`: the key was used for different content; nothing stored",
             body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload-too-large`: the body exceeds the body limit, or recording its interchange would need more memory than this instance's whole budget (the detail says how much); nothing was recorded", body = Problem, content_type = "application/problem+json"),
-        (status = 408, description = "`request-timeout`: the body arrived slower than the minimum rate (`EDI_INBOX_MIN_BODY_RATE`, after five seconds); nothing was recorded, and the connection is closed",
+        (status = 408, description = "`request-timeout`: the body arrived slower than the minimum rate (`EDI_INBOX_MIN_BODY_RATE`, after five seconds), or, not yet authenticated (its signature in its body), it was the slowest such body when another request needed its place; nothing was recorded, and the connection is closed",
             body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported-media-type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-interchange`: stored as rejected, replayed with `Idempotent-Replayed: true`; a corrected resend with the same key replaces it",

@@ -190,11 +190,6 @@ impl<'a> Segment<'a> {
             .unwrap_or_default()
     }
 
-    /// Number of elements after the tag.
-    pub fn element_count(&self) -> usize {
-        split(self.bytes, self.delimiters.element, self.delimiters.release).count() - 1
-    }
-
     /// An error located at this segment (and element, when given as e.g. `"SE01"`).
     pub fn error(&self, element: Option<String>, message: impl Into<String>) -> EdiError {
         EdiError {

@@ -379,11 +379,6 @@ impl Delivery {
         self.outbox = self.resource(None).invoices.iter().map(OutboxMessage::booking).collect();
     }
 
-    /// The invoices a small delivery books, with their documents and ids.
-    pub fn held_invoices(&self) -> impl Iterator<Item = (&StoredDocument, Uuid, &crate::edi::Invoice)> {
-        self.held_documents().iter().filter_map(|d| Some((d, d.invoice_id?, d.document.invoice.as_deref()?)))
-    }
-
     /// The bytes the store writes for this delivery as its statement's parameters encode them,
     /// estimated from above so that their buffer is sized once.
     pub fn written_bytes(&self) -> usize {

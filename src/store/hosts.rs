@@ -195,14 +195,15 @@ impl Hosts {
     }
 
     /// Why no host of `url` is written to, naming them.
-    fn refusal(&self, choice: &Choice, url: &str) -> String {
+    fn refusal(&self, choice: &Choice) -> String {
         let named = |indexes: &[usize]| {
             indexes.iter().map(|index| self.candidates[*index].0.as_str()).collect::<Vec<_>>().join(" and ")
         };
         match choice {
             Choice::Host(index) => format!("{} is written to", self.candidates[*index].0),
             Choice::NoneSuits => {
-                format!("none of the hosts of {} is {}", super::redacted(url), self.target.as_str())
+                let all: Vec<usize> = (0..self.candidates.len()).collect();
+                format!("none of the hosts {} is {}", named(&all), self.target.as_str())
             }
             Choice::Ambiguous(several) => format!(
                 "{} are all writable and which one is the primary cannot be told (equal or unknown \
@@ -320,7 +321,7 @@ impl Primary {
                 match hosts.find().await {
                     Choice::Host(index) => index,
                     refused => {
-                        let why = hosts.refusal(&refused, url);
+                        let why = hosts.refusal(&refused);
                         return Err(StoreError::Unavailable(sqlx::Error::Protocol(why)));
                     }
                 }
@@ -384,7 +385,7 @@ impl Primary {
                 let Choice::Host(found) = choice else {
                     tracing::warn!(
                         host = primary.hosts.current(),
-                        why = primary.hosts.refusal(&choice, ""),
+                        why = primary.hosts.refusal(&choice),
                         "no PostgreSQL host is to be written to now"
                     );
                     continue;
@@ -501,6 +502,11 @@ mod tests {
         assert_eq!(
             Hosts::parse("postgres://postgres@127.0.0.1/db", None).unwrap().target,
             TargetSession::Any
+        );
+        assert_eq!(
+            hosts.refusal(&Choice::NoneSuits),
+            "none of the hosts db1:5432 and db2:5433 is primary",
+            "each host named, never the URL's password"
         );
         let refused =
             Hosts::parse("postgres://u:pw@a,b/db?target_session_attrs=prefer-standby", None).err().unwrap();

@@ -306,11 +306,6 @@ impl JoinedLine {
     }
 }
 
-/// The invoice and line rows a delivery writes.
-pub(super) fn effect_rows(delivery: &Delivery) -> (Vec<InvoiceRow<'_>>, Vec<LineRow<'_>>) {
-    (invoice_rows(delivery).collect(), line_rows(delivery).collect())
-}
-
 /// The `invoices` rows of a small delivery (a large one's are walked).
 pub(super) fn invoice_rows(delivery: &Delivery) -> impl Iterator<Item = InvoiceRow<'_>> {
     delivery.held_documents().iter().filter_map(|stored| invoice_row(delivery.id(), stored))

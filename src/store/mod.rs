@@ -309,7 +309,6 @@ impl Store {
         Ok(Store { db, shared })
     }
 
-    /// `host:port` of the PostgreSQL server written to (none on SQLite).
     /// With `--require-synchronous-standby`, what the primary says of its synchronous replication
     /// (one round trip); otherwise none.
     pub async fn synchronous(&self) -> Result<Option<Synchronous>, StoreError> {
@@ -321,6 +320,7 @@ impl Store {
         }
     }
 
+    /// `host:port` of the PostgreSQL server written to (none on SQLite).
     pub fn primary_host(&self) -> Option<String> {
         match &self.db {
             Db::Postgres(postgres) => Some(postgres.primary.hosts().current().to_owned()),

@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock};
 use super::batch::{self, Job};
 use super::copy::CopyRow;
 use super::copy::{copy_payload, copy_rows};
-use super::invoices::{self, effect_rows};
+use super::invoices;
 use super::rows::{self, walked};
 use super::tables::{
     self, AckArrays, AckRow, Arrays, DeliveryArrays, DeliveryRow, DocumentArrays, DocumentRow, InboxArrays,
@@ -450,9 +450,8 @@ fn bind_batch<'q>(query: ClaimQuery<'q>, jobs: &'q [Job], effects: Effects) -> C
         }
         payloads.add(d.id(), rows::payload_row(d));
         rows::document_rows(d).for_each(|row| documents.add(d.id(), row));
-        let (invoice_rows, line_rows) = effect_rows(d);
-        invoice_rows.into_iter().for_each(|row| invoices.add(d.id(), row));
-        line_rows.into_iter().for_each(|row| lines.add(d.id(), row));
+        invoices::invoice_rows(d).for_each(|row| invoices.add(d.id(), row));
+        invoices::line_rows(d).for_each(|row| lines.add(d.id(), row));
         rows::outbox_rows(d).for_each(|row| outbox.add(d.id(), row));
     }
     let query = lines.bind(invoices.bind(documents.bind(payloads.bind(inbox.bind(query)))));

@@ -157,7 +157,8 @@ pub(in crate::edi) fn from_invoic(
                     (invoice_date, invoice_date_at) = (date, Some(s.position))
                 }
             }
-            b"RFF" if group == Group::None && s.component(1, 1) == b"ON" => {
+            // The invoice's order is the header's: an RFF+ON after a LIN names that line's order.
+            b"RFF" if group == Group::None && section == Section::Header && s.component(1, 1) == b"ON" => {
                 purchase_order = r.bounded(s, r.component(s, 1, 2)?, 1, MAX_REFERENCE)?;
                 sources.purchase_order = Some(s.position).filter(|_| purchase_order.is_some());
             }
@@ -327,12 +328,14 @@ pub(in crate::edi) fn from_invoic(
                             Section::Header => header_taxes.last_mut(),
                             Section::SubLine => None,
                         };
-                        if let Some(tax) = tax {
-                            match qualifier {
-                                b"124" | b"150" => tax.amount = tax.amount.or(amount),
-                                b"125" => tax.taxable_amount = tax.taxable_amount.or(amount),
-                                _ => {}
+                        match (qualifier, tax) {
+                            // The message's total tax, stated inside the summary's tax group.
+                            (b"176", _) if section == Section::Summary => {
+                                summary_amounts.push((qualifier, amount, s.position));
                             }
+                            (b"124" | b"150", Some(tax)) => tax.amount = tax.amount.or(amount),
+                            (b"125", Some(tax)) => tax.taxable_amount = tax.taxable_amount.or(amount),
+                            _ => {}
                         }
                     }
                     Group::Charge(booked) => {

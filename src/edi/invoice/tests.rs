@@ -262,4 +262,14 @@ fn real_invoic_patterns_are_read_as_meant() {
     let described =
         INVOIC.replace("QTY+47:2'", "IMD+L+009+:::Beukes, Lauren'IMD+L+050+:::Broken monsters'QTY+47:2'");
     assert_eq!(booked(&described).0.lines[0].description.as_deref(), Some("Broken monsters"));
+    // The total tax (MOA 176) stated inside the summary's tax group is the stated tax total.
+    let in_group = INVOIC.replace("MOA+124:1.90'", "TAX+7+VAT+++:::19+S'MOA+176:1.90'");
+    let (invoice, warnings) = booked(&in_group);
+    assert_eq!(invoice.tax_total, Some("1.90".parse().unwrap()), "{warnings:?}");
+    assert!(invoice.sources.tax_total.is_some());
+    // An order named after a LIN is that line's, not the invoice's.
+    let line_order = INVOIC.replace("QTY+47:2'", "QTY+47:2'RFF+ON:PO-LINE-1'");
+    assert_eq!(booked(&line_order).0.purchase_order, None);
+    let both = line_order.replace("CUX+2:EUR:4'", "RFF+ON:PO-HEAD'CUX+2:EUR:4'");
+    assert_eq!(booked(&both).0.purchase_order.as_deref(), Some("PO-HEAD"));
 }

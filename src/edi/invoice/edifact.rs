@@ -119,6 +119,8 @@ pub(in crate::edi) fn from_invoic(
     let mut summary_amounts: Vec<(&[u8], Option<Decimal>, usize)> = Vec::new();
     let (mut header_taxes, mut summary_taxes) = (Vec::new(), Vec::new());
     let mut allowances_charges = Vec::new();
+    // The summary's allowances and charges: most repeat the header's or the lines' as totals.
+    let mut summary_charges = Vec::new();
     let mut payment_terms: Vec<PaymentTerms> = Vec::new();
     let mut lines: Vec<LineRead<'_>> = Vec::new();
     let (mut section, mut group) = (Section::Header, Group::None);
@@ -270,7 +272,7 @@ pub(in crate::edi) fn from_invoic(
             }
             b"ALC" => {
                 let indicator = AllowanceOrCharge::of_code(s.element(1));
-                let booked = matches!(section, Section::Header | Section::Line);
+                let booked = section != Section::SubLine;
                 group = Group::Charge(indicator.is_some() && booked);
                 let Some(indicator) = indicator.filter(|_| booked) else { continue };
                 let code = r.component(s, 5, 1)?.or(r.component(s, 2, 2)?);
@@ -283,6 +285,7 @@ pub(in crate::edi) fn from_invoic(
                 };
                 match (section, lines.last_mut()) {
                     (Section::Line, Some(read)) => read.line.allowances_charges.push(charge),
+                    (Section::Summary, _) => summary_charges.push(charge),
                     _ => allowances_charges.push(charge),
                 }
             }
@@ -309,7 +312,8 @@ pub(in crate::edi) fn from_invoic(
             }
             b"PCD" if group == Group::Charge(true) => {
                 let percentage = r.component_decimal(s, 1, 2)?;
-                if let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges) {
+                let held = (&mut allowances_charges[..], &mut summary_charges[..]);
+                if let Some(charge) = open_charge(section, &mut lines, held) {
                     charge.percentage = charge.percentage.or(percentage);
                 }
             }
@@ -341,7 +345,11 @@ pub(in crate::edi) fn from_invoic(
                     Group::Charge(booked) => {
                         let rank = CHARGE_QUALIFIERS.iter().position(|q| *q == qualifier);
                         if let (true, Some(_)) = (booked, rank)
-                            && let Some(charge) = open_charge(section, &mut lines, &mut allowances_charges)
+                            && let Some(charge) = open_charge(
+                                section,
+                                &mut lines,
+                                (&mut allowances_charges[..], &mut summary_charges[..]),
+                            )
                         {
                             charge.amount = charge.amount.or(amount);
                         }
@@ -399,6 +407,11 @@ pub(in crate::edi) fn from_invoic(
         }
         line_taxes.extend(taxes);
         booked_lines.push(line);
+    }
+    for charge in summary_charges {
+        if !repeats(&charge, &allowances_charges, &booked_lines) {
+            allowances_charges.push(charge);
+        }
     }
     let stated = |qualifier: &[u8]| {
         summary_amounts.iter().find(|(q, ..)| *q == qualifier).and_then(|(_, a, p)| Some(((*a)?, *p)))
@@ -502,13 +515,24 @@ pub(in crate::edi) fn from_invoic(
 fn open_charge<'l>(
     section: Section,
     lines: &'l mut [LineRead<'_>],
-    header: &'l mut [AllowanceCharge],
+    (header, summary): (&'l mut [AllowanceCharge], &'l mut [AllowanceCharge]),
 ) -> Option<&'l mut AllowanceCharge> {
     match section {
         Section::Line => lines.last_mut()?.line.allowances_charges.last_mut(),
         Section::Header => header.last_mut(),
-        Section::SubLine | Section::Summary => None,
+        Section::Summary => summary.last_mut(),
+        Section::SubLine => None,
     }
+}
+
+/// Whether a summary allowance or charge repeats the header's or the lines' (a total of them): any
+/// of the same kind, and of the same code when it states one. Only one stated nowhere else (a
+/// freight charge stated only in the summary) is booked.
+fn repeats(summary: &AllowanceCharge, header: &[AllowanceCharge], lines: &[InvoiceLine]) -> bool {
+    let same = |booked: &AllowanceCharge| {
+        booked.kind == summary.kind && (summary.code.is_none() || booked.code == summary.code)
+    };
+    header.iter().any(same) || lines.iter().flat_map(|line| &line.allowances_charges).any(same)
 }
 
 /// The INVOIC has no total: without a UNS, that is what is missing; with one, the error names the

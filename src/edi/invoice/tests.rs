@@ -272,4 +272,13 @@ fn real_invoic_patterns_are_read_as_meant() {
     assert_eq!(booked(&line_order).0.purchase_order, None);
     let both = line_order.replace("CUX+2:EUR:4'", "RFF+ON:PO-HEAD'CUX+2:EUR:4'");
     assert_eq!(booked(&both).0.purchase_order.as_deref(), Some("PO-HEAD"));
+    // A charge stated only in the summary is booked; one that repeats the header's is not again.
+    let freight = INVOIC.replace("MOA+77:11.90'", "MOA+77:11.90'ALC+C++++FC'MOA+23:5.00'");
+    let charges = booked(&freight).0.allowances_charges;
+    assert_eq!(charges.len(), 1, "{charges:?}");
+    assert_eq!((charges[0].code.as_deref(), charges[0].amount), (Some("FC"), Some(5.into())));
+    let repeated = freight.replace("CUX+2:EUR:4'", "CUX+2:EUR:4'ALC+C++++FC'MOA+23:5.00'");
+    let charges = booked(&repeated).0.allowances_charges;
+    assert_eq!(charges.len(), 1, "the header's alone: {charges:?}");
+    assert!(charges[0].segment < booked(&repeated).0.sources.total, "{charges:?}");
 }

@@ -6,12 +6,11 @@
 //! still signs in. The cookie goes only to the sign-in form (`Path=/console/sign-in`).
 
 use axum::http::HeaderMap;
-use axum::http::header::COOKIE;
 use chrono::{Duration, Utc};
 use hmac::Mac;
 use sha2::{Digest, Sha256};
 
-use super::session::{Sessions, hex, unhex};
+use super::session::{Sessions, cookie_values, hex, unhex};
 use crate::operators::OperatorName;
 use crate::store::{Store, StoreError};
 
@@ -28,13 +27,7 @@ pub struct Device<'h> {
 /// The device a sign-in's browser proves it signed in from under `name` before: its cookie, when
 /// the cookie's MAC is this server's for that name.
 pub fn proven<'h>(sessions: &Sessions, headers: &'h HeaderMap, name: &str) -> Option<Device<'h>> {
-    let values = headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|cookies| cookies.split(';'))
-        .filter_map(|cookie| cookie.trim().strip_prefix(COOKIE_NAME)?.strip_prefix('='));
-    values.take(4).find_map(|value| {
+    cookie_values(headers, COOKIE_NAME).find_map(|value| {
         let (id, mac) = value.split_once('.')?;
         sessions.mac(&[b"device", name.as_bytes(), id.as_bytes()]).verify_slice(&unhex(mac)?).ok()?;
         Some(Device { value, id_sha256: hex(&Sha256::digest(unhex(id)?)) })

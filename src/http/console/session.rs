@@ -244,15 +244,7 @@ impl FromRequestParts<ApiContext> for Session {
     type Rejection = Refusal;
 
     async fn from_request_parts(parts: &mut Parts, ctx: &ApiContext) -> Result<Session, Refusal> {
-        let values = parts
-            .headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|cookies| cookies.split(';'))
-            .filter_map(|cookie| cookie.trim().strip_prefix(COOKIE_NAME)?.strip_prefix('='))
-            .take(4);
-        for value in values {
+        for value in cookie_values(&parts.headers, COOKIE_NAME) {
             if let Some(session) =
                 ctx.console.session(&ctx.store, value).await.map_err(Refusal::Unavailable)?
             {
@@ -272,6 +264,17 @@ impl FromRequestParts<ApiContext> for Session {
         };
         Err(Refusal::SignedOut { back: back.map(|back| back.as_str().to_owned()), lost })
     }
+}
+
+/// The values of the cookie `name` a request carries, the first four at most.
+pub(super) fn cookie_values<'h>(headers: &'h HeaderMap, name: &'h str) -> impl Iterator<Item = &'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .filter_map(move |cookie| cookie.trim().strip_prefix(name)?.strip_prefix('='))
+        .take(4)
 }
 
 /// Whether the browser reached us on a loopback name.

@@ -128,8 +128,8 @@ async fn run(mut cli: Cli, matches: &clap::ArgMatches) -> Result<(), Box<dyn std
                     println!("{}", pretty(&store.quarantined(&filter).await?));
                     return Ok(());
                 }
-                QuarantineCommand::Release { id } => {
-                    quarantine::release(&ingest, id, &Actor::command_line()).await?
+                QuarantineCommand::Release { id, release_as } => {
+                    quarantine::release(&ingest, id, release_as, &Actor::command_line()).await?
                 }
                 QuarantineCommand::Discard { id } => {
                     quarantine::discard(&store, id, &Actor::command_line()).await?

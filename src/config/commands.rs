@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::ConsumeConfig;
 use crate::inbox::outbox::AccountingStatus;
-use crate::inbox::quarantine::QuarantineStatus;
+use crate::inbox::quarantine::{QuarantineStatus, ReleaseAs};
 use crate::operators::{OperatorName, Role};
 use crate::partners::NewPartner;
 
@@ -107,7 +107,13 @@ pub enum QuarantineCommand {
         cursor: Option<Uuid>,
     },
     /// Process a held delivery after all, under its partner's current settings.
-    Release { id: Uuid },
+    Release {
+        id: Uuid,
+        /// For a `duplicate-number` entry: book its invoice as a `new` invoice (the number's next
+        /// revision) or as the `replacement` of the earlier one.
+        #[arg(long = "as")]
+        release_as: Option<ReleaseAs>,
+    },
     /// Give up on a held delivery: it is never booked.
     Discard { id: Uuid },
 }

@@ -288,7 +288,9 @@ fn contrl_code(error: &EdiError) -> &'static str {
         ErrorKind::Count => "29",
         ErrorKind::Duplicate => "26",
         ErrorKind::Missing => "13",
-        ErrorKind::Invalid | ErrorKind::InvalidDate | ErrorKind::Mismatch => "12",
+        ErrorKind::Invalid | ErrorKind::InvalidDate | ErrorKind::Mismatch | ErrorKind::DuplicateNumber => {
+            "12"
+        }
         ErrorKind::Charset => "21",
         ErrorKind::Structure => "15",
     }

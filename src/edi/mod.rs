@@ -100,6 +100,9 @@ pub enum ErrorKind {
     Charset,
     /// A stated figure does not reconcile with its parts (for a partner whose invoices must).
     Mismatch,
+    /// An invoice number its seller had booked before, with other content (for a partner whose
+    /// re-used numbers are refused or held).
+    DuplicateNumber,
 }
 
 /// A syntax or content error, located as precisely as the input allows.

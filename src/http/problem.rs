@@ -136,6 +136,9 @@ impl ApiError {
     pub fn problem(&self) -> Problem {
         let (kind, title) = match self {
             ApiError::Malformed(_) => ("malformed-interchange", "Malformed interchange"),
+            ApiError::Invalid { error, .. } if error.kind == crate::edi::ErrorKind::DuplicateNumber => {
+                ("duplicate-invoice-number", "Invoice number booked before with other content")
+            }
             ApiError::Invalid { .. } => ("invalid-interchange", "Invalid interchange"),
             ApiError::UnsupportedMediaType(_) => ("unsupported-media-type", "Unsupported media type"),
             ApiError::PayloadTooLarge(_) | ApiError::OverBudget(_) => {

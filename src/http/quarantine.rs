@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::extract::{Id, Params};
 use super::problem::{ApiError, Problem};
 use super::{ApiContext, PageQuery, page_limit};
-use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined, ReleaseAs};
 use crate::inbox::resource::Page;
 use crate::operate::{Actor, quarantine, sns};
 use crate::store::{QuarantineFilter, SnsSubscription};
@@ -49,18 +49,34 @@ pub async fn list_quarantine(
     Ok(Json(ctx.store.quarantined(&filter).await?))
 }
 
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReleaseQuery {
+    /// For a `duplicate-number` entry (an invoice number booked before with other content): book
+    /// the invoice as a `new` invoice (the number's next revision) or as the `replacement` of the
+    /// earlier one. Without it such an entry is refused again (409).
+    #[serde(rename = "as")]
+    #[param(rename = "as")]
+    release_as: Option<ReleaseAs>,
+}
+
 /// Process a held delivery after all.
 ///
 /// Parsed again under the partner's current settings (so that a partner switched to `lenient`
 /// validation gets its interchange booked) and recorded under `{control number}#{fingerprint prefix}`.
+/// A `duplicate-number` entry says with `as` what its invoice is booked as.
 #[utoipa::path(post, path = "/v1/admin/quarantine/{id}/release", tag = "admin", security(("admin_token" = [])),
-    params(("id" = Uuid, Path, description = "Quarantine entry id")),
+    params(("id" = Uuid, Path, description = "Quarantine entry id"), ReleaseQuery),
     responses(
         (status = 200, description = "Released: `released_as` is the recorded interchange", body = Quarantined),
         (status = 409, description = "`wrong-state`: not held, or still invalid", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn release_held(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Json<Quarantined>, ApiError> {
-    Ok(Json(quarantine::release(&ctx.ingest, id, &Actor::AdminApi).await?))
+pub async fn release_held(
+    State(ctx): State<ApiContext>,
+    Id(id): Id,
+    Params(query): Params<ReleaseQuery>,
+) -> Result<Json<Quarantined>, ApiError> {
+    Ok(Json(quarantine::release(&ctx.ingest, id, query.release_as, &Actor::AdminApi).await?))
 }
 
 /// Give up on a held delivery.

@@ -4,11 +4,16 @@
 //! their ids and one mapped document, never every invoice at once.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::Source;
+use super::bookings::{Booking, BusinessKey, Checked, Ledger, Mark};
 use crate::edi::{Document, EdiError, Interchange, Reading, Warning};
+use crate::partners::InvoiceNumbers;
 
 /// Documents from which an interchange is large: its documents are walked again whenever they are
 /// written rather than held, its answer's documents and invoices are not stored as part of its
@@ -22,6 +27,8 @@ pub struct StoredDocument {
     pub id: Uuid,
     pub invoice_id: Option<Uuid>,
     pub document: Document,
+    /// An invoice's business key and how it is booked under it.
+    pub booking: Option<Booking>,
 }
 
 /// A delivery's document as it is taken: borrowed from the delivery, or mapped again. An error is
@@ -53,6 +60,11 @@ pub(super) struct Walked {
     reading: Reading,
     /// Each document's id and its invoice's, in order: the same on every walk.
     ids: Vec<(Uuid, Option<Uuid>)>,
+    /// What its invoices' business keys are made of, made again on every walk.
+    sender: Source,
+    numbers: InvoiceNumbers,
+    /// How the invoices that are not simply booked are (duplicates, revisions), by invoice id.
+    marks: HashMap<Uuid, Mark>,
     /// Every document's warnings, which its stored answer lists.
     pub warnings: Vec<Warning>,
 }
@@ -66,15 +78,43 @@ pub(super) struct Found {
 }
 
 impl Documents {
-    /// Walks `interchange` (read from `payload`) once, validating and mapping every document: held
-    /// while there are fewer than [`LARGE_DOCUMENTS`], from then on only their ids and warnings kept.
-    pub(super) fn find(interchange: &Interchange<'_>, payload: &Bytes) -> Result<Found, EdiError> {
+    /// Walks `interchange` (read from `payload`) once, validating and mapping every document and
+    /// checking its invoice against `ledger` (the delivery is `interchange_id`, received `at`):
+    /// held while there are fewer than [`LARGE_DOCUMENTS`], from then on only their ids, warnings
+    /// and the marks of invoices not simply booked kept.
+    pub(super) fn find(
+        interchange: &Interchange<'_>,
+        payload: &Bytes,
+        ledger: &Ledger,
+        (interchange_id, at): (Uuid, DateTime<Utc>),
+    ) -> Result<Found, EdiError> {
         let (mut held, mut ids, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+        let mut marks = HashMap::new();
         let mut large = false;
         let (mut counts, mut kinds) = (Counts::default(), Vec::<String>::new());
+        let sender = Source::of(&interchange.envelope);
+        let mut checker = ledger.checker(sender.clone());
         for document in interchange.walk()? {
-            let document = document?;
+            let mut document = document?;
             let invoice_id = document.invoice.as_ref().map(|_| Uuid::now_v7());
+            let booking = match (&document.invoice, invoice_id) {
+                (Some(invoice), Some(invoice_id)) => {
+                    let checked = Checked {
+                        invoice,
+                        invoice_id,
+                        interchange_id,
+                        received_at: at,
+                        document: &document.control_number,
+                    };
+                    let (booking, warning) = checker.check(checked)?;
+                    document.warnings.extend(warning);
+                    if booking.mark != Mark::default() {
+                        marks.insert(invoice_id, booking.mark.clone());
+                    }
+                    Some(booking)
+                }
+                _ => None,
+            };
             counts.documents += 1;
             counts.invoices += usize::from(invoice_id.is_some());
             counts.lines += document.invoice.as_ref().map_or(0, |invoice| invoice.lines.len());
@@ -87,7 +127,7 @@ impl Documents {
                 ids.push((id, invoice_id));
                 warnings.extend(document.warnings);
             } else {
-                held.push(StoredDocument { id, invoice_id, document });
+                held.push(StoredDocument { id, invoice_id, document, booking });
                 if held.len() == LARGE_DOCUMENTS {
                     large = true;
                     for stored in held.drain(..) {
@@ -102,7 +142,16 @@ impl Documents {
                 true => payload.clone(),
                 false => Bytes::copy_from_slice(interchange.input()),
             };
-            Documents::Walked(Walked { text, reading: interchange.reading(), ids, warnings })
+            let numbers = ledger.numbers;
+            Documents::Walked(Walked {
+                text,
+                reading: interchange.reading(),
+                ids,
+                sender,
+                numbers,
+                marks,
+                warnings,
+            })
         } else {
             Documents::Held(held)
         };
@@ -130,7 +179,14 @@ impl Walked {
             Err(error) => (None, Some(error)),
         };
         let stored = documents.into_iter().flatten().zip(&self.ids).map(|(document, &(id, invoice_id))| {
-            document.map(|document| Cow::Owned(StoredDocument { id, invoice_id, document }))
+            document.map(|document| {
+                let booking =
+                    document.invoice.as_ref().zip(invoice_id).map(|(invoice, invoice_id)| Booking {
+                        key: BusinessKey::of(&self.sender, invoice, self.numbers),
+                        mark: self.marks.get(&invoice_id).cloned().unwrap_or_default(),
+                    });
+                Cow::Owned(StoredDocument { id, invoice_id, document, booking })
+            })
         });
         failed.map(Err).into_iter().chain(stored)
     }
@@ -139,5 +195,6 @@ impl Walked {
     pub fn held_bytes(&self, payload: &Bytes) -> usize {
         let copy = if self.text.as_ptr() == payload.as_ptr() { 0 } else { self.text.len() };
         copy + self.ids.len() * std::mem::size_of::<(Uuid, Option<Uuid>)>()
+            + self.marks.len() * (std::mem::size_of::<(Uuid, Mark)>() + 16)
     }
 }

@@ -2,6 +2,7 @@
 //! outcome of claiming its key is decided. The store writes a [`Delivery`] in one transaction and
 //! reports back what it found; [`decide`] turns that into an [`Outcome`] the same way on every backend.
 
+mod bookings;
 mod documents;
 pub mod outbox;
 pub mod problem;
@@ -15,6 +16,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
 use crate::edi::{EdiError, Envelope, ErrorKind, Fingerprint, Interchange, ack};
+pub use bookings::{Booking, BusinessKey, Differing, DuplicateOf, Earlier, Ledger};
 use documents::{Counts, Documents, Found};
 pub use documents::{LARGE_DOCUMENTS, StoredDocument, Taken};
 use outbox::OutboxMessage;
@@ -135,17 +137,32 @@ pub struct Delivery {
     books: bool,
     /// A small delivery's outbox messages (a large one's are made as its documents are walked).
     outbox: Vec<OutboxMessage>,
-    /// Rejected because its stated figures do not reconcile (its partner refuses or holds such
-    /// invoices).
-    mismatch: bool,
+    /// Rejected for a reason its partner may hold it for instead.
+    refused: Option<Refused>,
+}
+
+/// Why a valid interchange was rejected: a partner's setting refuses (or holds) such invoices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Its stated figures do not reconcile.
+    Mismatch,
+    /// An invoice number its seller had booked before with other content.
+    DuplicateNumber,
 }
 
 impl Delivery {
     /// An interchange whose documents are all valid, walked once: its documents and invoices get
-    /// ids and the resource becomes the response. The first invalid document's error otherwise.
-    pub fn processed(interchange: &Interchange<'_>, received: Received) -> Result<Delivery, EdiError> {
-        let Found { documents, counts, kinds } = Documents::find(interchange, &received.payload)?;
+    /// ids, its invoices are checked against `ledger` (what was booked before under their business
+    /// keys), and the resource becomes the response. The first invalid document's error otherwise
+    /// (an invoice number booked before with other content, when the ledger refuses it).
+    pub fn processed(
+        interchange: &Interchange<'_>,
+        received: Received,
+        ledger: &Ledger,
+    ) -> Result<Delivery, EdiError> {
         let mut delivery = Delivery::new(interchange, received, Status::Processed);
+        let at = (delivery.id, delivery.received_at);
+        let Found { documents, counts, kinds } = Documents::find(interchange, &delivery.payload, ledger, at)?;
         delivery.ack = ack::acknowledge(interchange, None, delivery.received_at);
         delivery.documents = documents;
         delivery.counts = counts;
@@ -166,7 +183,11 @@ impl Delivery {
         let mut delivery = Delivery::new(interchange, received, Status::Rejected);
         delivery.ack = ack::acknowledge(interchange, Some(error), delivery.received_at);
         delivery.response = problem(delivery.id);
-        delivery.mismatch = error.kind == ErrorKind::Mismatch;
+        delivery.refused = match error.kind {
+            ErrorKind::Mismatch => Some(Refused::Mismatch),
+            ErrorKind::DuplicateNumber => Some(Refused::DuplicateNumber),
+            _ => None,
+        };
         delivery
     }
 
@@ -189,7 +210,7 @@ impl Delivery {
             ack: String::new(),
             books: false,
             outbox: Vec::new(),
-            mismatch: false,
+            refused: None,
         }
     }
 
@@ -237,6 +258,20 @@ impl Delivery {
         self.documents.take(false)
     }
 
+    /// The business keys of its invoices, each once.
+    pub fn business_keys(&self) -> Vec<BusinessKey> {
+        let mut keys = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for stored in self.documents().flatten() {
+            if let Some(booking) = &stored.booking
+                && seen.insert(booking.key.clone())
+            {
+                keys.push(booking.key.clone());
+            }
+        }
+        keys
+    }
+
     /// A small delivery's documents, held since it was parsed (none for a large one: see
     /// [`Delivery::documents`]).
     pub fn held_documents(&self) -> &[StoredDocument] {
@@ -277,20 +312,17 @@ impl Delivery {
         self.books && self.counts.invoices > 0
     }
 
-    /// The outbox message booking the invoice of `stored`, one of its documents, when it books one.
+    /// The outbox message booking the invoice of `stored`, one of its documents, when it books one
+    /// (a duplicate books none).
     pub fn booking(&self, stored: &StoredDocument) -> Option<OutboxMessage> {
-        let invoice = InvoiceResource {
-            id: stored.invoice_id?,
-            interchange_id: self.id,
-            invoice: stored.document.invoice.clone()?,
-            accounting: None,
-        };
-        self.books.then(|| OutboxMessage::booking(&invoice))
+        let booking = stored.booking.as_ref().filter(|booking| booking.books())?;
+        let invoice = invoice_resource(self.id, stored)?;
+        self.books.then(|| OutboxMessage::booking(&invoice, booking))
     }
 
-    /// Rejected because its stated figures do not reconcile.
-    pub fn mismatch(&self) -> bool {
-        self.mismatch
+    /// Why it was rejected, when its partner may hold it for that instead.
+    pub fn refused(&self) -> Option<Refused> {
+        self.refused
     }
 
     /// The interchange resource of this delivery (`error` is set for rejected ones by the caller); a
@@ -321,17 +353,7 @@ impl Delivery {
                     invoice_id: d.invoice_id,
                 })
                 .collect(),
-            invoices: held
-                .iter()
-                .filter_map(|d| {
-                    Some(InvoiceResource {
-                        id: d.invoice_id?,
-                        interchange_id: self.id,
-                        invoice: d.document.invoice.clone()?,
-                        accounting: None,
-                    })
-                })
-                .collect(),
+            invoices: held.iter().filter_map(|d| invoice_resource(self.id, d)).collect(),
             warnings,
             error,
         }
@@ -376,7 +398,7 @@ impl Delivery {
     /// a large one's as its documents are walked.
     pub fn book_with_accounting(&mut self) {
         self.books = true;
-        self.outbox = self.resource(None).invoices.iter().map(OutboxMessage::booking).collect();
+        self.outbox = self.held_documents().iter().filter_map(|stored| self.booking(stored)).collect();
     }
 
     /// The bytes the store writes for this delivery as its statement's parameters encode them,
@@ -453,6 +475,20 @@ impl Delivery {
     fn outbox_bytes(&self) -> usize {
         self.outbox.iter().map(|m| m.payload.len()).sum()
     }
+}
+
+/// The invoice resource of `stored`, one of the documents of interchange `interchange_id`, when
+/// it is an invoice.
+fn invoice_resource(interchange_id: Uuid, stored: &StoredDocument) -> Option<InvoiceResource> {
+    let mark = stored.booking.as_ref().map(|booking| &booking.mark);
+    Some(InvoiceResource {
+        id: stored.invoice_id?,
+        interchange_id,
+        invoice: stored.document.invoice.clone()?,
+        duplicate_of: mark.and_then(|mark| mark.duplicate_of.clone()),
+        replaces: mark.and_then(|mark| mark.replaces),
+        accounting: None,
+    })
 }
 
 /// What recording a large delivery holds at once besides what it keeps: the documents mapped at a

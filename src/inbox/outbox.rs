@@ -6,6 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::Booking;
 use super::resource::InvoiceResource;
 
 /// The `destination` of the outbox messages the relay sends to the accounting API.
@@ -37,13 +38,14 @@ pub struct OutboxMessage {
 }
 
 impl OutboxMessage {
-    /// The message that books `invoice`: its idempotency key is the invoice id, so every attempt,
-    /// from any replica, carries the same one.
-    pub fn booking(invoice: &InvoiceResource) -> OutboxMessage {
+    /// The message that books `invoice`: its idempotency key is derived from its business key
+    /// and revision ([`Booking::idempotency_key`]), so every attempt, from any replica, carries the
+    /// same one, and so would the same invoice booked again by any path.
+    pub fn booking(invoice: &InvoiceResource, booking: &Booking) -> OutboxMessage {
         OutboxMessage {
             id: Uuid::now_v7(),
             invoice_id: invoice.id,
-            idempotency_key: invoice.id.to_string(),
+            idempotency_key: booking.idempotency_key(),
             payload: serde_json::to_string(invoice).unwrap_or_default(),
         }
     }

@@ -18,6 +18,21 @@ text_enum! {
         Invalid = "invalid",
         /// Its stated figures do not reconcile, and its partner holds such invoices.
         Mismatch = "mismatch",
+        /// An invoice number its seller had booked before, with other content (its partner holds
+        /// such invoices, the default): to be booked as a new invoice, as the replacement of the
+        /// earlier one, or discarded.
+        DuplicateNumber = "duplicate-number",
+    }
+}
+
+text_enum! {
+    /// What an operator books a held delivery as when its invoice number was booked before with
+    /// other content (reason `duplicate-number`).
+    ReleaseAs {
+        /// A new invoice: the number's next revision, sent to accounting as its own invoice.
+        New = "new",
+        /// The replacement of the earlier invoice: the next revision, naming the one it replaces.
+        Replacement = "replacement",
     }
 }
 

@@ -48,6 +48,13 @@ pub struct InvoiceResource {
     #[serde(flatten)]
     #[schema(value_type = Invoice)]
     pub invoice: std::sync::Arc<Invoice>,
+    /// The invoice this one repeats (the same seller, kind, number and content, booked before):
+    /// kept with its interchange, never booked again or sent to accounting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<super::DuplicateOf>,
+    /// The earlier invoice of the same number this one replaces (an operator's decision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Uuid>,
     /// Where the invoice stands with the accounting API (invoice endpoints only, when an accounting
     /// API was configured as it was recorded; never part of an interchange response, which stays
     /// the same bytes on every replay).

@@ -24,11 +24,13 @@ pub use authenticate::{active, check_as2, security_event};
 pub use budget::{Budget, Reservation, Shortfall};
 pub use report::Report;
 
+use prepare::Known;
+
 use crate::edi::{self, EdiError};
 use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
 use crate::inbox::resource::{BypassedResource, IdempotencyKey};
 use crate::inbox::transport::{Door, Transport};
-use crate::inbox::{Delivery, Logged, Outcome, Status};
+use crate::inbox::{Delivery, Differing, Logged, Outcome, Status};
 use crate::partners::directory::Directory;
 use crate::partners::{ConflictPolicy, MismatchPolicy, Partner, PartnerId};
 use crate::store::{AttemptFacts, FirstAttempt, HeldPayload, Store, StoreError};
@@ -207,6 +209,24 @@ impl Ingested {
     }
 }
 
+/// The `detail` of a stored problem document.
+fn problem_detail(problem: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(problem)
+        .ok()
+        .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// How a delivery is recorded: whose it is, what its attempt is audited with, what an invoice
+/// number booked before with other content becomes (an operator's decision, else its partner's
+/// policy), and whether its key is distinguished by its content (`{control number}#{fingerprint}`).
+struct Recording<'a> {
+    partner: Option<&'a Arc<Partner>>,
+    facts: &'a AttemptFacts,
+    differing: Option<Differing>,
+    distinguished: bool,
+}
+
 /// The audit trail's name for a first delivery.
 fn first_outcome(status: Status) -> &'static str {
     match status {
@@ -259,7 +279,8 @@ impl Ingest {
         facts: &mut AttemptFacts,
         received_at: DateTime<Utc>,
     ) -> Result<Ingested, Error> {
-        let (delivery, partner) = match prepare::prepare(self, inbound, reservation, received_at).await? {
+        let prepared = prepare::prepare(self, inbound, reservation, received_at, Known::default()).await?;
+        let (delivery, partner) = match prepared {
             prepare::Prepared::Delivery(delivery, partner) => {
                 self.afford(reservation, &delivery)?;
                 (delivery, partner)
@@ -273,14 +294,14 @@ impl Ingest {
             facts.partner_id = Some(partner.id.clone());
         }
         let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
-        let mut delivery = Arc::new(*delivery);
-        let held = policies::holds_rejection(partner.as_deref(), &delivery);
-        let mut outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, held)).await?;
+        let mut recording =
+            Recording { partner: partner.as_ref(), facts, differing: None, distinguished: false };
+        let (mut delivery, mut outcome) = self.record(*delivery, &recording, reservation).await?;
         if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
             let mut distinguished = Arc::unwrap_or_clone(delivery);
             distinguished.distinguish_by_content();
-            delivery = Arc::new(distinguished);
-            outcome = self.store.record(&delivery, &self.first_attempt(&delivery, facts, held)).await?;
+            recording.distinguished = true;
+            (delivery, outcome) = self.record(distinguished, &recording, reservation).await?;
         }
         if let Some(partner) = &partner
             && let Some(hold) = policies::quarantine(self, partner, &delivery, &outcome)
@@ -300,6 +321,51 @@ impl Ingest {
             Outcome::Replayed { id, status, body, .. } => Ingested::Replayed { delivery, id, status, body },
             Outcome::Conflict { original_id } => Ingested::Conflict { delivery, original_id },
         })
+    }
+
+    /// Records `delivery` in one transaction. When the store finds a business key of one of its
+    /// invoices booked already (its unique index refused the booking, nothing was written), what
+    /// was booked under its keys is read, the delivery is prepared again against it (duplicates
+    /// marked, a re-used number refused or booked as `recording` decides) and recorded: the common
+    /// path never reads before it writes.
+    async fn record(
+        &self,
+        delivery: Delivery,
+        recording: &Recording<'_>,
+        reservation: &mut Reservation,
+    ) -> Result<(Arc<Delivery>, Outcome), Error> {
+        /// Rounds of a delivery whose invoices' keys keep being taken by concurrent bookings.
+        const MAX_ROUNDS: usize = 4;
+        let mut delivery = Arc::new(delivery);
+        for _ in 0..MAX_ROUNDS {
+            let held = policies::holds_rejection(recording.partner.map(|p| &**p), &delivery);
+            let first = self.first_attempt(&delivery, recording.facts, held);
+            match self.store.record(&delivery, &first).await {
+                Err(StoreError::InvoiceNumberTaken) => {
+                    let earlier = self.store.booked_invoices(&delivery.business_keys()).await?;
+                    let known = Known { earlier, differing: recording.differing };
+                    let inbound = Inbound {
+                        body: delivery.payload().clone(),
+                        content_type: delivery.content_type().map(str::to_owned),
+                        partner: PartnerOf::Caller(recording.partner.cloned()),
+                    };
+                    let prepared =
+                        prepare::prepare(self, inbound, reservation, delivery.received_at(), known).await?;
+                    let prepare::Prepared::Delivery(mut again, _) = prepared else {
+                        return Err(Error::Internal);
+                    };
+                    if recording.distinguished {
+                        again.distinguish_by_content();
+                    }
+                    self.afford(reservation, &again)?;
+                    delivery = Arc::new(*again);
+                }
+                recorded => return Ok((delivery, recorded?)),
+            }
+        }
+        Err(Error::Store(StoreError::Unavailable(sqlx::Error::Protocol(
+            "its invoices' business keys kept being taken while it was recorded".into(),
+        ))))
     }
 
     /// The audit row a first delivery writes with itself (`held`: a rejection is held, not answered).
@@ -323,7 +389,12 @@ impl Ingest {
     /// claimed before the recording (a discard racing it then finds it resolved, and a discarded
     /// entry is never booked) and given back when the recording fails. Still invalid, or resolved
     /// by someone else: [`Error::WrongState`].
-    pub async fn release(&self, held: HeldPayload, partner: Arc<Partner>) -> Result<Quarantined, Error> {
+    pub async fn release(
+        &self,
+        held: HeldPayload,
+        partner: Arc<Partner>,
+        differing: Option<Differing>,
+    ) -> Result<Quarantined, Error> {
         // An operator's release is the decision a partner holding mismatches asks for: booked as
         // stated, with its warnings.
         let partner = match partner.on_mismatch {
@@ -350,11 +421,12 @@ impl Ingest {
         let inbound = Inbound {
             body: held.payload,
             content_type: held.content_type,
-            partner: PartnerOf::Caller(Some(partner)),
+            partner: PartnerOf::Caller(Some(Arc::clone(&partner))),
         };
         let mut reservation = self.budget.nothing();
+        let known = Known { differing, ..Known::default() };
         let prepare::Prepared::Delivery(mut delivery, _) =
-            prepare::prepare(self, inbound, &mut reservation, received_at).await?
+            prepare::prepare(self, inbound, &mut reservation, received_at, known).await?
         else {
             return Err(Error::WrongState("its documents now bypass the inbox; discard it".into()));
         };
@@ -362,25 +434,25 @@ impl Ingest {
         if delivery.status() == Status::Rejected {
             return Err(Error::WrongState(format!(
                 "it is still invalid under the partner's current settings: {}",
-                serde_json::from_str::<serde_json::Value>(delivery.response())
-                    .ok()
-                    .and_then(|problem| problem["detail"].as_str().map(str::to_owned))
-                    .unwrap_or_default()
+                problem_detail(delivery.response())
             )));
         }
         delivery.distinguish_by_content();
-        let delivery = Arc::new(*delivery);
         if self.store.claim_release(entry_id, received_at).await?.is_none() {
             return Err(Error::WrongState("it was resolved by someone else meanwhile".into()));
         }
-        let first = self.first_attempt(&delivery, &facts, false);
-        let recorded = match self.store.record(&delivery, &first).await {
-            Ok(Outcome::Recorded { .. }) => Ok(delivery.id()),
-            Ok(Outcome::Replayed { id, .. }) => Ok(id),
-            Ok(Outcome::Conflict { original_id }) => {
+        let recording = Recording { partner: Some(&partner), facts: &facts, differing, distinguished: true };
+        let recorded = match self.record(*delivery, &recording, &mut reservation).await {
+            Ok((delivery, _)) if delivery.status() == Status::Rejected => Err(Error::WrongState(format!(
+                "its invoice number was booked meanwhile with other content: {}",
+                problem_detail(delivery.response())
+            ))),
+            Ok((delivery, Outcome::Recorded { .. })) => Ok(delivery.id()),
+            Ok((_, Outcome::Replayed { id, .. })) => Ok(id),
+            Ok((_, Outcome::Conflict { original_id })) => {
                 Err(Error::WrongState(format!("its distinguished key is held by interchange {original_id}")))
             }
-            Err(error) => Err(Error::Store(error)),
+            Err(error) => Err(error),
         };
         let interchange_id = match recorded {
             Ok(id) => id,

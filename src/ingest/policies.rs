@@ -1,19 +1,27 @@
 //! What a partner holds for an operator instead of refusing it: under the conflict policy
 //! `quarantine`, every delivery that would be refused (a conflict, or an invalid interchange, first
-//! or replayed); under `on_mismatch: quarantine`, an invoice whose stated figures do not reconcile.
+//! or replayed); under `on_mismatch: quarantine`, an invoice whose stated figures do not reconcile;
+//! under `on_duplicate_number: quarantine` (the default), an invoice number booked before with other
+//! content.
 //! A held delivery keeps the problem it would have been answered with.
 
 use super::Ingest;
 use crate::inbox::quarantine::QuarantineReason;
-use crate::inbox::{Delivery, Outcome, Status};
-use crate::partners::{ConflictPolicy, MismatchPolicy, Partner};
+use crate::inbox::{Delivery, Outcome, Refused, Status};
+use crate::partners::{ConflictPolicy, DuplicateNumberPolicy, MismatchPolicy, Partner};
 use crate::store::Hold;
 
 /// Whether `partner` holds `delivery` when it is rejected, rather than answering 422.
 pub(super) fn holds_rejection(partner: Option<&Partner>, delivery: &Delivery) -> bool {
     partner.is_some_and(|partner| {
         partner.conflict_policy == ConflictPolicy::Quarantine
-            || (partner.on_mismatch == MismatchPolicy::Quarantine && delivery.mismatch())
+            || match delivery.refused() {
+                Some(Refused::Mismatch) => partner.on_mismatch == MismatchPolicy::Quarantine,
+                Some(Refused::DuplicateNumber) => {
+                    partner.on_duplicate_number == DuplicateNumberPolicy::Quarantine
+                }
+                None => false,
+            }
     })
 }
 
@@ -24,7 +32,11 @@ pub(super) fn quarantine<'a>(
     delivery: &'a Delivery,
     outcome: &Outcome,
 ) -> Option<Hold<'a>> {
-    let rejection = if delivery.mismatch() { QuarantineReason::Mismatch } else { QuarantineReason::Invalid };
+    let rejection = match delivery.refused() {
+        Some(Refused::Mismatch) => QuarantineReason::Mismatch,
+        Some(Refused::DuplicateNumber) => QuarantineReason::DuplicateNumber,
+        None => QuarantineReason::Invalid,
+    };
     let rejection_held = holds_rejection(Some(partner), delivery);
     let (reason, interchange_id, problem) = match outcome {
         Outcome::Conflict { original_id } if partner.conflict_policy == ConflictPolicy::Quarantine => (

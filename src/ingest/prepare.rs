@@ -2,6 +2,7 @@
 //! partner and checking the envelope's sender against it. Large bodies are parsed on the blocking
 //! pool so that the async workers keep serving.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -10,11 +11,20 @@ use super::authenticate::{active, check_sender};
 use super::{Error, Inbound, Ingest, PartnerOf, Reservation};
 use crate::edi;
 use crate::inbox::resource::BypassedResource;
-use crate::inbox::{self, Delivery, Received};
-use crate::partners::{MismatchPolicy, Partner, Validation};
+use crate::inbox::{self, BusinessKey, Delivery, Differing, Earlier, Ledger, Received};
+use crate::partners::{InvoiceNumbers, MismatchPolicy, Partner, Validation};
 
 /// Bodies larger than this are parsed on the blocking pool, not on an async worker.
 const INLINE_PARSE_BYTES: usize = 256 * 1024;
+
+/// What a delivery's invoices are checked against besides its partner's settings: the invoices
+/// booked before under their business keys (read once the store found one taken), and an
+/// operator's decision about a re-used number, which overrides the partner's policy.
+#[derive(Default)]
+pub(super) struct Known {
+    pub earlier: HashMap<BusinessKey, Vec<Earlier>>,
+    pub differing: Option<Differing>,
+}
 
 /// What parsing made of an interchange.
 pub(super) enum Prepared {
@@ -32,6 +42,7 @@ pub(super) async fn prepare(
     inbound: Inbound,
     reservation: &mut Reservation,
     received_at: DateTime<Utc>,
+    known: Known,
 ) -> Result<Prepared, Error> {
     let options = Arc::clone(&ingest.options);
     let invalid = ingest.answers.invalid;
@@ -57,7 +68,13 @@ pub(super) async fn prepare(
                 interchange = interchange.refusing_mismatches();
             }
             let received = Received { payload: body.clone(), content_type, received_at };
-            Ok(match Delivery::processed(&interchange, received.clone()) {
+            let numbers = partner.as_ref().map_or(InvoiceNumbers::Unique, |p| p.invoice_numbers);
+            let differing = known
+                .differing
+                .or(partner.as_ref().map(|p| p.on_duplicate_number.into()))
+                .unwrap_or(Differing::Refuse);
+            let ledger = Ledger::new(numbers, differing).with_earlier(known.earlier);
+            Ok(match Delivery::processed(&interchange, received.clone(), &ledger) {
                 Ok(delivery) if partner.as_ref().is_some_and(|p| p.bypasses(delivery.kinds())) => {
                     let resource = BypassedResource::new(&delivery).map_err(Error::Malformed)?;
                     Prepared::Bypassed(Box::new(resource), partner)

@@ -6,19 +6,36 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{Actor, Error, recorded};
-use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::inbox::Differing;
+use crate::inbox::quarantine::{QuarantineStatus, Quarantined, ReleaseAs};
 use crate::ingest::Ingest;
 use crate::store::Store;
 
-/// Releases a held delivery: parsed again under its partner's current settings and recorded.
-pub async fn release(ingest: &Ingest, id: Uuid, actor: &Actor) -> Result<Quarantined, Error> {
+/// Releases a held delivery: parsed again under its partner's current settings and recorded; an
+/// invoice number booked before with other content is booked `as` the operator decides (without a
+/// decision it is refused again).
+pub async fn release(
+    ingest: &Ingest,
+    id: Uuid,
+    release_as: Option<ReleaseAs>,
+    actor: &Actor,
+) -> Result<Quarantined, Error> {
     let store = ingest.store();
     let held = store.held(id).await?.ok_or_else(|| no_entry(id))?;
     let partner = store.partner(held.entry.partner_id.as_str()).await?;
     let partner =
         partner.ok_or_else(|| Error::NotFound(format!("no partner {:?}", held.entry.partner_id)))?;
-    let released = ingest.release(held, Arc::new(partner)).await?;
-    recorded(store, actor, "quarantine.release", &id, (Some("held"), released.status.as_str())).await;
+    let differing = release_as.map(|release_as| match release_as {
+        ReleaseAs::New => Differing::BookAsNew,
+        ReleaseAs::Replacement => Differing::Replace,
+    });
+    let released = ingest.release(held, Arc::new(partner), differing).await?;
+    let action = match release_as {
+        None => "quarantine.release",
+        Some(ReleaseAs::New) => "quarantine.release-as-new",
+        Some(ReleaseAs::Replacement) => "quarantine.release-as-replacement",
+    };
+    recorded(store, actor, action, &id, (Some("held"), released.status.as_str())).await;
     Ok(released)
 }
 

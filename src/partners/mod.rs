@@ -55,6 +55,31 @@ text_enum! {
 }
 
 text_enum! {
+    /// What an invoice number its seller had booked before means when the content differs (the
+    /// same content is a resend: never booked twice, whatever this says).
+    DuplicateNumberPolicy {
+        /// Held for an operator (202, reason `duplicate-number`), with the fields that differ, to be
+        /// booked as a new invoice, as the replacement of the earlier one, or discarded.
+        Quarantine = "quarantine",
+        /// The interchange is invalid: 422 naming the earlier invoice and the fields that differ.
+        Reject = "reject",
+        /// Booked as a new invoice (the number's next revision), with a warning.
+        Book = "book",
+    }
+}
+
+text_enum! {
+    /// Whether a partner's sellers number their invoices once for ever or anew every year (the
+    /// issue year is then part of an invoice's business key).
+    InvoiceNumbers {
+        /// A number is its seller's once.
+        Unique = "unique",
+        /// Numbers restart every year: `INV-1` of 2026 is not `INV-1` of 2025.
+        PerYear = "per-year",
+    }
+}
+
+text_enum! {
     /// How a partner's deliveries are answered when the request does not say (`Prefer`).
     ResponseForm {
         /// The whole interchange resource, invoices and their lines included.
@@ -106,6 +131,10 @@ pub struct Partner {
     pub conflict_policy: ConflictPolicy,
     /// Whether an invoice whose figures do not reconcile is booked with a warning or refused.
     pub on_mismatch: MismatchPolicy,
+    /// What an invoice number booked before with other content means.
+    pub on_duplicate_number: DuplicateNumberPolicy,
+    /// Whether its sellers' invoice numbers restart every year.
+    pub invoice_numbers: InvoiceNumbers,
     /// How its deliveries are answered unless a request says `Prefer: return=minimal` or
     /// `return=representation`.
     pub response: ResponseForm,
@@ -189,6 +218,18 @@ pub struct NewPartner {
     #[serde(default = "warn")]
     #[arg(long, value_enum, default_value_t = MismatchPolicy::Warn)]
     pub on_mismatch: MismatchPolicy,
+    /// `quarantine` (the default: an invoice number its seller had booked before, arriving with
+    /// other content, is held for an operator, 202), `reject` (422 naming the earlier invoice and
+    /// the fields that differ) or `book` (booked as a new invoice with a warning). The same invoice
+    /// arriving again is never booked twice, whatever this says.
+    #[serde(default = "quarantine")]
+    #[arg(long, value_enum, default_value_t = DuplicateNumberPolicy::Quarantine)]
+    pub on_duplicate_number: DuplicateNumberPolicy,
+    /// `unique` (the default: a number is its seller's once) or `per-year` (numbers restart every
+    /// year: the issue year is part of the invoice's business key).
+    #[serde(default = "unique")]
+    #[arg(long, value_enum, default_value_t = InvoiceNumbers::Unique)]
+    pub invoice_numbers: InvoiceNumbers,
     /// `full` (the default) or `minimal`: how its deliveries are answered when a request does not
     /// say (`Prefer: return=minimal` or `return=representation`).
     #[serde(default = "full")]
@@ -263,6 +304,14 @@ fn reject() -> ConflictPolicy {
 
 fn warn() -> MismatchPolicy {
     MismatchPolicy::Warn
+}
+
+fn quarantine() -> DuplicateNumberPolicy {
+    DuplicateNumberPolicy::Quarantine
+}
+
+fn unique() -> InvoiceNumbers {
+    InvoiceNumbers::Unique
 }
 
 fn full() -> ResponseForm {
@@ -432,6 +481,8 @@ mod tests {
             validation: strict(),
             conflict_policy: reject(),
             on_mismatch: warn(),
+            on_duplicate_number: quarantine(),
+            invoice_numbers: unique(),
             response: full(),
             as2_ids: vec!["ACME AS2".into()],
             as2_security: optional(),

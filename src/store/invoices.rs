@@ -2,9 +2,10 @@
 //! their lines and accounting state, one statement per page.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::str::FromStr;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
@@ -15,7 +16,7 @@ use crate::edi::Warning;
 use crate::edi::invoice::{DocumentKind, Invoice, InvoiceLine, Party, PriceKind};
 use crate::inbox::outbox::{AccountingState, AccountingStatus};
 use crate::inbox::resource::{InvoiceResource, Page};
-use crate::inbox::{Delivery, StoredDocument};
+use crate::inbox::{BusinessKey, Delivery, DuplicateOf, Earlier, StoredDocument};
 
 /// Filters of `GET /v1/invoices`.
 #[derive(Debug, Default)]
@@ -58,6 +59,35 @@ impl Store {
         Ok(Some(InvoiceFindings { document, position, warnings }))
     }
 
+    /// The invoices booked (not duplicates) under each of `keys`, every revision, each with its
+    /// interchange and when that was received: what a delivery whose booking found a key taken is
+    /// checked against. Read one key at a time (only after a key was found taken, which is rare).
+    pub async fn booked_invoices(
+        &self,
+        keys: &[BusinessKey],
+    ) -> Result<HashMap<BusinessKey, Vec<Earlier>>, StoreError> {
+        const SQL: &str = "SELECT i.id, i.revision, x.id, x.received_at FROM invoices i \
+            JOIN inbox x ON x.id = i.inbox_id WHERE i.business_key = $1 AND i.duplicate_of IS NULL";
+        let mut booked = HashMap::new();
+        for key in keys {
+            let rows: Vec<(Uuid, i32, Uuid, DateTime<Utc>)> =
+                on_pool!(self, pool => sqlx::query_as(SQL).bind(key.as_str()).fetch_all(pool).await?);
+            let mut earlier = Vec::with_capacity(rows.len());
+            for (invoice_id, revision, interchange_id, received_at) in rows {
+                let Some(resource) = self.invoice(invoice_id).await? else { continue };
+                earlier.push(Earlier {
+                    invoice_id,
+                    interchange_id,
+                    received_at,
+                    revision,
+                    invoice: resource.invoice,
+                });
+            }
+            booked.insert(key.clone(), earlier);
+        }
+        Ok(booked)
+    }
+
     pub async fn invoice(&self, id: Uuid) -> Result<Option<InvoiceResource>, StoreError> {
         let filter = InvoiceFilter { cursor: None, limit: 1, ..InvoiceFilter::default() };
         let invoices = self.load_invoices(&filter, Some(id)).await?;
@@ -84,7 +114,8 @@ impl Store {
             i.kind, CAST(i.taxes AS TEXT) AS taxes, CAST(i.payment_terms AS TEXT) AS payment_terms, \
             CAST(i.stated_totals AS TEXT) AS stated_totals, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
             i.payee_name, i.payee_qualifier, i.payee_id, i.ship_to_name, i.ship_to_qualifier, i.ship_to_id, \
-            CAST(i.sources AS TEXT) AS sources, \
+            CAST(i.sources AS TEXT) AS sources, i.duplicate_of, i.replaces, \
+            e.inbox_id AS duplicate_interchange_id, ex.received_at AS duplicate_received_at, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
             l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, l.price_kind, \
             CAST(l.price_basis AS TEXT) AS price_basis, CAST(l.product_ids AS TEXT) AS product_ids, \
@@ -96,6 +127,7 @@ impl Store {
         const JOINED: &str = ") AS i \
             LEFT JOIN invoice_lines l ON l.invoice_id = i.id \
             LEFT JOIN outbox o ON o.invoice_id = i.id \
+            LEFT JOIN invoices e ON e.id = i.duplicate_of LEFT JOIN inbox ex ON ex.id = e.inbox_id \
             ORDER BY i.id DESC, l.line_number";
         let conditions = Conditions::default()
             .and("id = ", id)
@@ -166,6 +198,11 @@ pub(super) struct StoredInvoice {
     pub(super) ship_to_qualifier: Option<String>,
     pub(super) ship_to_id: Option<String>,
     pub(super) sources: String,
+    pub(super) duplicate_of: Option<Uuid>,
+    pub(super) replaces: Option<Uuid>,
+    /// The interchange of the invoice it duplicates, and when that was received.
+    pub(super) duplicate_interchange_id: Option<Uuid>,
+    pub(super) duplicate_received_at: Option<DateTime<Utc>>,
 }
 
 fn decimal(text: &str) -> Result<Decimal, StoreError> {
@@ -192,6 +229,16 @@ impl StoredInvoice {
         Ok(InvoiceResource {
             id: self.id,
             interchange_id: self.inbox_id,
+            duplicate_of: self
+                .duplicate_of
+                .zip(self.duplicate_interchange_id)
+                .zip(self.duplicate_received_at)
+                .map(|((invoice_id, interchange_id), received_at)| DuplicateOf {
+                    invoice_id,
+                    interchange_id,
+                    received_at,
+                }),
+            replaces: self.replaces,
             accounting: None,
             invoice: std::sync::Arc::new(Invoice {
                 kind: self.kind,
@@ -317,6 +364,7 @@ pub(super) fn invoice_row(inbox_id: Uuid, stored: &StoredDocument) -> Option<Inv
         party.as_ref().and_then(get)
     }
     let invoice = stored.document.invoice.as_deref()?;
+    let booking = stored.booking.as_ref()?;
     Some(InvoiceRow {
         id: stored.invoice_id?,
         inbox_id,
@@ -349,6 +397,10 @@ pub(super) fn invoice_row(inbox_id: Uuid, stored: &StoredDocument) -> Option<Inv
         ship_to_qualifier: field(&invoice.ship_to, |p| p.qualifier.as_deref()),
         ship_to_id: field(&invoice.ship_to, |p| p.id.as_deref()),
         sources: to_json(&invoice.sources),
+        business_key: booking.key.as_str(),
+        revision: booking.mark.revision,
+        duplicate_of: booking.mark.duplicate_of.as_ref().map(|earlier| earlier.invoice_id),
+        replaces: booking.mark.replaces,
     })
 }
 

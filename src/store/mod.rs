@@ -167,6 +167,11 @@ pub enum StoreError {
     /// text, an index row over its size limit): retrying the same request can never succeed.
     #[error("the database refused a value: {0}")]
     Refused(#[source] sqlx::Error),
+    /// An invoice's business key is booked already (the unique index `invoices_business_key`
+    /// refused it): nothing was written; the delivery is checked against what was booked, and
+    /// recorded again.
+    #[error("an invoice of this delivery was booked already under its business key")]
+    InvoiceNumberTaken,
     #[error("stored data is not readable: {0}")]
     Corrupt(String),
     #[error("database migration failed: {0}")]
@@ -182,12 +187,21 @@ impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> StoreError {
         if is_transient(&error) {
             StoreError::Unavailable(error)
+        } else if is_business_key_taken(&error) {
+            StoreError::InvoiceNumberTaken
         } else if is_data_exception(&error) {
             StoreError::Refused(error)
         } else {
             StoreError::Database(error)
         }
     }
+}
+
+/// A unique violation of the invoices' business keys: PostgreSQL names the index; SQLite names
+/// only the columns (`UNIQUE constraint failed: invoices.business_key, invoices.revision`).
+fn is_business_key_taken(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.is_unique_violation()
+        && (db.constraint() == Some("invoices_business_key") || db.message().contains("invoices.business_key")))
 }
 
 /// A value, not the moment, is wrong, and no retry can cure it: PostgreSQL's data exceptions

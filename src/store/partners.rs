@@ -13,8 +13,8 @@ use crate::inbox::resource::Page;
 use crate::inbox::transport::Door;
 use crate::partners::directory::{ActiveCredential, Directory};
 use crate::partners::{
-    As2Security, ConflictPolicy, Credential, CredentialKind, MismatchPolicy, NewPartner, Partner, PartnerId,
-    PartnerStatus, ResponseForm, Validation,
+    As2Security, ConflictPolicy, Credential, CredentialKind, DuplicateNumberPolicy, InvoiceNumbers,
+    MismatchPolicy, NewPartner, Partner, PartnerId, PartnerStatus, ResponseForm, Validation,
 };
 
 /// One delivery attempt of an interchange's key, as audited.
@@ -73,6 +73,10 @@ struct PartnerRow {
     conflict_policy: ConflictPolicy,
     #[sqlx(try_from = "String")]
     on_mismatch: MismatchPolicy,
+    #[sqlx(try_from = "String")]
+    on_duplicate_number: DuplicateNumberPolicy,
+    #[sqlx(try_from = "String")]
+    invoice_numbers: InvoiceNumbers,
     #[sqlx(try_from = "String")]
     response: ResponseForm,
     created_at: DateTime<Utc>,
@@ -140,8 +144,9 @@ impl Store {
             let inserted = sqlx::query(
                 "INSERT INTO partners (id, name, status, max_body_bytes, requests_per_minute, validation,
                     conflict_policy, created_at, bypass_documents, response, as2_security, as2_certificates,
-                    as2_mdn_urls, on_mismatch)
-                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING",
+                    as2_mdn_urls, on_mismatch, on_duplicate_number, invoice_numbers)
+                 VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                 ON CONFLICT (id) DO NOTHING",
             )
             .bind(partner.id.as_str()).bind(&partner.name).bind(partner.max_body_bytes)
             .bind(partner.requests_per_minute).bind(partner.validation.as_str()).bind(partner.conflict_policy.as_str()).bind(now)
@@ -151,6 +156,8 @@ impl Store {
             .bind(json_list(&partner.as2_certificates))
             .bind(json_list(&partner.as2_mdn_urls))
             .bind(partner.on_mismatch.as_str())
+            .bind(partner.on_duplicate_number.as_str())
+            .bind(partner.invoice_numbers.as_str())
             .execute(&mut *tx).await?.rows_affected();
             if inserted == 0 {
                 return Ok(false);
@@ -270,7 +277,7 @@ impl Store {
     /// Partners (all, or the one named) with their identities and credentials.
     async fn load_partners(&self, id: Option<&str>) -> Result<Vec<Partner>, StoreError> {
         const PARTNERS: &str = "SELECT id, name, status, max_body_bytes, requests_per_minute, validation, \
-            conflict_policy, on_mismatch, response, created_at, bypass_documents, as2_security, as2_certificates, \
+            conflict_policy, on_mismatch, on_duplicate_number, invoice_numbers, response, created_at, bypass_documents, as2_security, as2_certificates, \
             as2_mdn_urls FROM partners";
         const IDENTITIES: &str = "SELECT partner_id, role, identity FROM partner_identities";
         const CREDENTIALS: &str =
@@ -296,6 +303,8 @@ impl Store {
                     validation: row.validation,
                     conflict_policy: row.conflict_policy,
                     on_mismatch: row.on_mismatch,
+                    on_duplicate_number: row.on_duplicate_number,
+                    invoice_numbers: row.invoice_numbers,
                     response: row.response,
                     as2_ids: Vec::new(),
                     pubsub_accounts: Vec::new(),

@@ -252,6 +252,10 @@ table! {
         ship_to_qualifier: Option<&'a str> = "text",
         ship_to_id: Option<&'a str> = "text",
         sources: String = "text" as "jsonb",
+        business_key: &'a str = "text",
+        revision: i32 = "int4",
+        duplicate_of: Option<Uuid> = "uuid",
+        replaces: Option<Uuid> = "uuid",
     }
 }
 

@@ -399,8 +399,16 @@ pub fn fixture(path: &str) -> Vec<u8> {
     std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
-/// An X12 810 of its own: the single-invoice fixture under another interchange control number.
+/// An X12 810 of its own: the single-invoice fixture under another interchange control number,
+/// its invoice numbered after it (`INV-{control}`; 1142 is the fixture itself) so that it is an
+/// invoice of its own too. [`resent`] is the same invoice under another control number.
 pub fn numbered(control: u32) -> Vec<u8> {
+    let text = String::from_utf8(resent(control)).expect("UTF-8");
+    text.replace("INV-1042", &format!("INV-{}", control.wrapping_sub(100))).into_bytes()
+}
+
+/// The single-invoice fixture (its invoice `INV-1042`) under another interchange control number.
+pub fn resent(control: u32) -> Vec<u8> {
     let text = String::from_utf8(fixture("x12/810-single.edi")).expect("UTF-8");
     text.replace("000001142", &format!("{control:09}")).into_bytes()
 }

@@ -7,6 +7,7 @@
 //! the decimal mark declared in the UNA. Anything required for booking that is missing is a positioned
 //! error. The segment-by-segment mappings are in [`x12`] and [`edifact`].
 
+mod compare;
 mod edifact;
 mod reader;
 mod reconcile;
@@ -20,6 +21,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use compare::Difference;
 pub(super) use edifact::from_invoic;
 pub use sources::{InvoiceSources, LineSources};
 pub(super) use x12::from_810;

@@ -174,7 +174,7 @@ pub async fn act(
                 outbox::discard(&ctx.store, id, &actor).await.map(|m| m.status.as_str())
             }
             (Many::Held, Act::Release) => {
-                quarantine::release(&ctx.ingest, id, &actor).await.map(|entry| entry.status.as_str())
+                quarantine::release(&ctx.ingest, id, None, &actor).await.map(|entry| entry.status.as_str())
             }
             (Many::Held, _) => {
                 quarantine::discard(&ctx.store, id, &actor).await.map(|entry| entry.status.as_str())

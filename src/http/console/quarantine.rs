@@ -14,7 +14,7 @@ use super::{Confirmed, Done, Failure, Filters, Notice, PageId, Tab, action, done
 use crate::edi::diff::{self, Change};
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
-use crate::inbox::quarantine::{QuarantineStatus, Quarantined};
+use crate::inbox::quarantine::{QuarantineReason, QuarantineStatus, Quarantined, ReleaseAs};
 use crate::operate::quarantine;
 use crate::store::QuarantineFilter;
 
@@ -33,6 +33,10 @@ pub struct Shown {
 #[serde(rename_all = "kebab-case")]
 pub enum Decision {
     Release,
+    /// A `duplicate-number` entry's invoice booked as a new invoice.
+    ReleaseAsNew,
+    /// … as the replacement of the earlier one.
+    ReleaseAsReplacement,
     Discard,
 }
 
@@ -133,7 +137,12 @@ pub async fn detail(
         }
         @if entry.status == QuarantineStatus::Held {
             div #decide {
-                (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
+                @if entry.reason == QuarantineReason::DuplicateNumber {
+                    (action(&format!("/console/quarantine/{id}/release-as-new"), "Book as a new invoice", &session, "primary"))
+                    (action(&format!("/console/quarantine/{id}/release-as-replacement"), "Book as the replacement", &session, "primary"))
+                } @else {
+                    (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
+                }
                 (action(&format!("/console/quarantine/{id}/discard"), "Discard", &session, "danger"))
             }
         }
@@ -187,8 +196,13 @@ pub async fn act(
 ) -> Result<Response, Failure> {
     session.may_act()?;
     let what = match decision {
-        Decision::Release => {
-            quarantine::release(&ctx.ingest, id, &session.actor()).await?;
+        Decision::Release | Decision::ReleaseAsNew | Decision::ReleaseAsReplacement => {
+            let release_as = match decision {
+                Decision::ReleaseAsNew => Some(ReleaseAs::New),
+                Decision::ReleaseAsReplacement => Some(ReleaseAs::Replacement),
+                Decision::Release | Decision::Discard => None,
+            };
+            quarantine::release(&ctx.ingest, id, release_as, &session.actor()).await?;
             Done::Released
         }
         Decision::Discard => {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::partners::{admin, register, secured};
-use common::{Backend, Harness, Reply, fixture};
+use common::{Backend, Harness, Reply, content_type_of, fixture};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -186,7 +186,295 @@ async fn a_partner_holding_mismatches_gets_them_booked_when_an_operator_releases
     h.finish().await;
 }
 
+/// Every fixture file of the project that books invoices (X12 and EDIFACT, one to three invoices
+/// each, including the booking fixtures' credit note).
+const INVOICE_FILES: [&str; 10] = [
+    "x12/810-single.edi",
+    "x12/810-one-line.edi",
+    "x12/810-two-invoices-00501.edi",
+    "edifact/invoic-d96a.edi",
+    "edifact/invoic-no-una.edi",
+    "edifact/invoic-two-messages-decimal-comma.edi",
+    "booking/810-gst-no-currency.edi",
+    "booking/810-vendor-seller.edi",
+    "booking/invoic-every-party-tax-and-charge.edi",
+    "booking/invoic-unreconciled-and-credit-note.edi",
+];
+
+/// A control number for the `n`th resend: nine digits for X12, a reference for EDIFACT.
+fn resend_control(file: &str, n: usize) -> String {
+    match content_type_of(file) {
+        "application/edifact" => format!("RESENT{n}"),
+        _ => format!("{:09}", 700_000 + n),
+    }
+}
+
+/// The invoices booked (not duplicates) now.
+async fn booked(h: &Harness) -> Vec<Value> {
+    h.app.all_invoices().await.into_iter().filter(|invoice| invoice.get("duplicate_of").is_none()).collect()
+}
+
+/// How many invoices are booked (not duplicates) now, read from the database.
+async fn booked_count(h: &Harness) -> i64 {
+    common::count(&h.db.url, "SELECT count(*) FROM invoices WHERE duplicate_of IS NULL").await
+}
+
+/// Every invoice file of the fixtures, sent again in a new envelope (as a translator regenerating
+/// its control number or a VAN redelivering a mailbox does): its interchange is recorded under its
+/// own key (201, then 200 with the same bytes), and each invoice is answered with `duplicate_of`
+/// naming the invoice booked the first time, its interchange and when that was received, with a
+/// warning; nothing new is booked.
+async fn every_fixture_invoice_resent_under_a_new_control_number_books_nothing_new(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let mut firsts = Vec::new();
+    for file in INVOICE_FILES {
+        let first = h.app.post_fixture(file).await;
+        assert_eq!(first.status, 201, "{file}: {}", first.text);
+        let first = first.json();
+        let invoices = first["invoices"].as_array().expect("invoices");
+        assert!(!invoices.is_empty(), "{file} books invoices");
+        assert!(
+            invoices.iter().all(|i| i.get("duplicate_of").is_none()),
+            "{file}: no fixture repeats another"
+        );
+        firsts.push(first);
+    }
+    let originals = booked(&h).await;
+    for (n, (file, first)) in INVOICE_FILES.iter().zip(&firsts).enumerate() {
+        let body = common::reenveloped(&fixture(file), &resend_control(file, n));
+        assert_ne!(body, fixture(file), "{file}: another envelope");
+        let again = h.app.post(body.clone(), content_type_of(file)).await;
+        assert_eq!(again.status, 201, "{file}: its own interchange key: {}", again.text);
+        let resent = again.json();
+        assert_ne!(resent["id"], first["id"], "{file}");
+        let copies = resent["invoices"].as_array().expect("invoices");
+        let earlier = first["invoices"].as_array().expect("invoices");
+        assert_eq!(copies.len(), earlier.len(), "{file}");
+        for (copy, original) in copies.iter().zip(earlier) {
+            let duplicate_of = json!({"invoice_id": original["id"], "interchange_id": first["id"],
+                "received_at": first["received_at"]});
+            assert_eq!(copy["duplicate_of"], duplicate_of, "{file}: {copy}");
+            assert_eq!(
+                (&copy["number"], &copy["total"]),
+                (&original["number"], &original["total"]),
+                "{file}"
+            );
+            let id = original["id"].as_str().unwrap();
+            let warned = resent["warnings"].as_array().unwrap().iter().any(|w| {
+                w["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&format!("was booked before as invoice {id}")))
+            });
+            assert!(warned, "{file}: a warning names {id}: {}", resent["warnings"]);
+            let stored = h.app.get(&format!("/v1/invoices/{}", copy["id"].as_str().unwrap())).await.json();
+            assert_eq!(stored["duplicate_of"], duplicate_of, "{file}: read back");
+        }
+        let replay = h.app.post(body, content_type_of(file)).await;
+        assert_eq!((replay.status, &replay.text), (200, &again.text), "{file}: a replay is the same bytes");
+    }
+    assert_eq!(booked(&h).await, originals, "nothing new is booked");
+    h.finish().await;
+}
+
+/// The README's 810 in a new envelope, with `edit` applied to its segments.
+fn resent_with(control: u32, edit: impl Fn(String) -> String) -> Vec<u8> {
+    let text = String::from_utf8(fixture("x12/810-single.edi")).unwrap();
+    common::reenveloped(edit(text).as_bytes(), &format!("{control:09}"))
+}
+
+/// INV-1042 with line 1's price and the total changed: the same number, other content.
+fn repriced(control: u32, price: &str, total: &str) -> Vec<u8> {
+    resent_with(control, |text| {
+        text.replace("IT1*1*500*EA*12.50", &format!("IT1*1*500*EA*{price}"))
+            .replace("TDS*800000", &format!("TDS*{total}"))
+    })
+}
+
+/// A harness with partner authentication and an accounting API configured (its relay off, so that
+/// the outbox keeps what it would send), and partner acme registered with `settings`.
+async fn acme_with(backend: Backend, settings: Value) -> (Harness, String) {
+    let accounting =
+        common::accounting_config(&["--accounting-url", "http://127.0.0.1:9/books", "--relay", "false"]);
+    let h = Harness::with_accounting(backend, secured(), &accounting).await;
+    let mut partner = json!({"id": "acme", "name": "ACME Supply", "senders": ["x12:ZZ:ACMESUPPLY"]});
+    partner.as_object_mut().unwrap().extend(settings.as_object().unwrap().clone());
+    let key = register(&h, partner).await.api_key;
+    (h, key)
+}
+
+/// The outbox's messages: (invoice number, idempotency key), oldest first.
+async fn outbox(h: &Harness) -> Vec<(String, String)> {
+    let sql = "SELECT i.number || ' ' || o.idempotency_key FROM outbox o JOIN invoices i ON i.id = o.invoice_id \
+        ORDER BY o.id";
+    common::texts(&h.db.url, sql)
+        .await
+        .into_iter()
+        .map(|row| {
+            let (number, key) = row.split_once(' ').unwrap();
+            (number.to_owned(), key.to_owned())
+        })
+        .collect()
+}
+
+/// A partner's invoice number booked before, arriving with other content, is held by default (202,
+/// reason `duplicate-number`, the problem naming the earlier invoice and the fields that differ, the
+/// same entry on a resend); an operator books one as a new invoice, another as the replacement of
+/// the latest, and discards a third, each audited, each booking one outbox message under a key of
+/// its own; a release that does not say how is refused.
+async fn a_reused_number_with_other_content_is_held_and_each_decision_books_as_it_says(backend: Backend) {
+    let (h, key) = acme_with(backend, json!({})).await;
+    let post = async |body: Vec<u8>| common::partners::post_with_key(&h, &key, body).await;
+    let original = post(fixture("x12/810-single.edi")).await;
+    assert_eq!(original.status, 201, "{}", original.text);
+    let original_id = original.json()["invoices"][0]["id"].as_str().unwrap().to_owned();
+    let hold = async |body: Vec<u8>| {
+        let held = post(body.clone()).await;
+        assert_eq!(held.status, 202, "{}", held.text);
+        let entry = held.json();
+        assert_eq!(
+            (&entry["reason"], &entry["status"]),
+            (&json!("duplicate-number"), &json!("held")),
+            "{entry}"
+        );
+        assert_eq!(entry["problem"]["type"], "/problems/duplicate-invoice-number", "{entry}");
+        let again = post(body).await;
+        assert_eq!((again.status, &again.json()["id"]), (202, &entry["id"]), "a resend is the same entry");
+        entry
+    };
+    let as_new = hold(repriced(700_001, "12.52", "801000")).await;
+    let detail = as_new["problem"]["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("as invoice {original_id}")), "{detail}");
+    assert!(detail.contains("it differs in total (8000.00 → 8010.00), lines, stated_totals"), "{detail}");
+    assert_eq!(as_new["problem"]["segment_position"], 4, "BIG, where the number is");
+
+    let release = async |entry: &Value, how: &str| {
+        let path = format!("/v1/admin/quarantine/{}/release{how}", entry["id"].as_str().unwrap());
+        admin(&h, reqwest::Method::POST, &path, None).await
+    };
+    let refused = release(&as_new, "").await;
+    let problem = refused.assert_problem(409, "wrong-state");
+    assert!(problem["detail"].as_str().unwrap().contains("booked before with other content"), "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("say what it is booked as"), "{problem}");
+    let booked_invoice = async |released: Reply| {
+        assert_eq!(
+            (released.status, &released.json()["status"]),
+            (200, &json!("released")),
+            "{}",
+            released.text
+        );
+        let path = format!("/v1/interchanges/{}", released.json()["released_as"].as_str().unwrap());
+        let interchange = admin(&h, reqwest::Method::GET, &path, None).await;
+        assert_eq!(interchange.status, 200, "{}", interchange.text);
+        interchange.json()["invoices"][0].clone()
+    };
+    let new = booked_invoice(release(&as_new, "?as=new").await).await;
+    assert_eq!((&new["number"], &new["total"]), (&json!("INV-1042"), &json!("8010.00")), "{new}");
+    assert!(new.get("duplicate_of").is_none() && new.get("replaces").is_none(), "{new}");
+
+    let as_replacement = hold(repriced(700_002, "12.54", "802000")).await;
+    let replacement = booked_invoice(release(&as_replacement, "?as=replacement").await).await;
+    assert_eq!(replacement["total"], "8020.00");
+    assert_eq!(replacement["replaces"], new["id"], "it replaces the latest revision");
+
+    let discarded = hold(repriced(700_003, "12.56", "803000")).await;
+    let path = format!("/v1/admin/quarantine/{}/discard", discarded["id"].as_str().unwrap());
+    assert_eq!(admin(&h, reqwest::Method::POST, &path, None).await.status, 200);
+
+    let sent = outbox(&h).await;
+    assert_eq!(sent.len(), 3, "the original, the new invoice, the replacement: {sent:?}");
+    assert!(sent.iter().all(|(number, _)| number == "INV-1042"));
+    let keys: std::collections::HashSet<_> = sent.iter().map(|(_, key)| key).collect();
+    assert_eq!(keys.len(), 3, "each revision its own Idempotency-Key: {sent:?}");
+    assert_eq!(booked_count(&h).await, 3);
+    for (action, times) in [
+        ("quarantine.release-as-new", 1),
+        ("quarantine.release-as-replacement", 1),
+        ("quarantine.discard", 1),
+    ] {
+        let sql = format!("SELECT count(*) FROM operator_actions WHERE action = '{action}'");
+        assert_eq!(common::count(&h.db.url, &sql).await, times, "{action} audited");
+    }
+    h.finish().await;
+}
+
+/// Under `on_duplicate_number: reject` a re-used number with other content is refused (422
+/// `duplicate-invoice-number` naming the earlier invoice and what differs, the same bytes on a
+/// resend, nothing booked); under `book` it is booked as a new invoice with a warning. The same
+/// invoice resent is a duplicate under either.
+async fn a_partner_refusing_or_booking_reused_numbers_gets_what_it_chose(backend: Backend) {
+    for policy in ["reject", "book"] {
+        let (h, key) = acme_with(backend, json!({"on_duplicate_number": policy})).await;
+        let post = async |body: Vec<u8>| common::partners::post_with_key(&h, &key, body).await;
+        let original = post(fixture("x12/810-single.edi")).await.json();
+        let original_id = original["invoices"][0]["id"].as_str().unwrap();
+        let resent = post(common::resent(700_010)).await;
+        assert_eq!(resent.status, 201, "{policy}");
+        assert_eq!(resent.json()["invoices"][0]["duplicate_of"]["invoice_id"], original_id, "{policy}");
+        let changed = repriced(700_011, "12.52", "801000");
+        let answer = post(changed.clone()).await;
+        match policy {
+            "reject" => {
+                let problem = answer.assert_problem(422, "duplicate-invoice-number");
+                let detail = problem["detail"].as_str().unwrap();
+                assert!(
+                    detail.contains(original_id) && detail.contains("total (8000.00 → 8010.00)"),
+                    "{detail}"
+                );
+                let again = post(changed).await;
+                assert_eq!((again.status, &again.text), (422, &answer.text), "the same refusal on a resend");
+                assert_eq!(booked_count(&h).await, 1, "nothing booked");
+            }
+            _ => {
+                assert_eq!(answer.status, 201, "{}", answer.text);
+                let body = answer.json();
+                assert!(body["invoices"][0].get("duplicate_of").is_none(), "{body}");
+                let warning = body["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|w| w["message"].as_str())
+                    .find(|m| m.contains("booked as a new invoice (revision 1)"));
+                assert!(warning.is_some_and(|w| w.contains(original_id)), "{body}");
+                assert_eq!(booked_count(&h).await, 2);
+                assert_eq!(outbox(&h).await.len(), 2);
+            }
+        }
+        h.finish().await;
+    }
+}
+
+/// What is not a duplicate books: the same number as a credit note, the same number from another
+/// seller, and, for a partner whose sellers number per year, the same number in the next year
+/// (which, for a partner numbering once, is a re-used number: held).
+async fn another_kind_another_seller_or_another_year_books(backend: Backend) {
+    for numbers in ["per-year", "unique"] {
+        let (h, key) = acme_with(backend, json!({"invoice_numbers": numbers})).await;
+        let post = async |body: Vec<u8>| common::partners::post_with_key(&h, &key, body).await;
+        assert_eq!(post(fixture("x12/810-single.edi")).await.status, 201);
+        let credit = resent_with(700_020, |t| t.replace("PO-CB-1042~", "PO-CB-1042***CR~"));
+        let seller =
+            resent_with(700_021, |t| t.replace("ACME SUPPLY CO*92*ACME-001", "ACME WEST*92*ACME-002"));
+        for (what, body) in [("a credit note", credit), ("another seller", seller)] {
+            let booked = post(body).await;
+            assert_eq!(booked.status, 201, "{what}: {}", booked.text);
+            assert!(booked.json()["invoices"][0].get("duplicate_of").is_none(), "{what}: {}", booked.text);
+        }
+        let next_year = post(resent_with(700_022, |t| t.replace("BIG*20260317", "BIG*20270317"))).await;
+        match numbers {
+            "per-year" => assert_eq!(next_year.status, 201, "{}", next_year.text),
+            _ => {
+                assert_eq!((next_year.status, &next_year.json()["reason"]), (202, &json!("duplicate-number")))
+            }
+        }
+        h.finish().await;
+    }
+}
+
 both_backends!(
+    a_reused_number_with_other_content_is_held_and_each_decision_books_as_it_says,
+    a_partner_refusing_or_booking_reused_numbers_gets_what_it_chose,
+    another_kind_another_seller_or_another_year_books,
+    every_fixture_invoice_resent_under_a_new_control_number_books_nothing_new,
     every_booking_fixture_is_booked_as_it_says,
     a_partner_whose_invoices_must_reconcile_gets_422_for_a_mismatch,
     a_partner_holding_mismatches_gets_them_booked_when_an_operator_releases_them

@@ -219,12 +219,14 @@ fn problem_detail(problem: &str) -> String {
 
 /// How a delivery is recorded: whose it is, what its attempt is audited with, what an invoice
 /// number booked before with other content becomes (an operator's decision, else its partner's
-/// policy), and whether its key is distinguished by its content (`{control number}#{fingerprint}`).
+/// policy), whether its key is distinguished by its content (`{control number}#{fingerprint}`), and
+/// whether it is an operator's release (which books or fails, never records a rejection).
 struct Recording<'a> {
     partner: Option<&'a Arc<Partner>>,
     facts: &'a AttemptFacts,
     differing: Option<Differing>,
     distinguished: bool,
+    releases: bool,
 }
 
 /// The audit trail's name for a first delivery.
@@ -294,8 +296,13 @@ impl Ingest {
             facts.partner_id = Some(partner.id.clone());
         }
         let policy = partner.as_ref().map_or(ConflictPolicy::Reject, |p| p.conflict_policy);
-        let mut recording =
-            Recording { partner: partner.as_ref(), facts, differing: None, distinguished: false };
+        let mut recording = Recording {
+            partner: partner.as_ref(),
+            facts,
+            differing: None,
+            distinguished: false,
+            releases: false,
+        };
         let (mut delivery, mut outcome) = self.record(*delivery, &recording, reservation).await?;
         if matches!(outcome, Outcome::Conflict { .. }) && policy == ConflictPolicy::Process {
             let mut distinguished = Arc::unwrap_or_clone(delivery);
@@ -304,9 +311,8 @@ impl Ingest {
             (delivery, outcome) = self.record(distinguished, &recording, reservation).await?;
         }
         if let Some(partner) = &partner
-            && let Some(hold) = policies::quarantine(self, partner, &delivery, &outcome)
+            && let Some((entry, fresh)) = self.held(partner, &delivery, &outcome).await?
         {
-            let (entry, fresh) = self.store.hold(&hold).await?;
             if fresh {
                 tracing::warn!(target: "edi_inbox::quarantine", id = %entry.id, partner = %entry.partner_id,
                     reason = entry.reason.as_str(), source = %Logged(&entry.source),
@@ -321,6 +327,28 @@ impl Ingest {
             Outcome::Replayed { id, status, body, .. } => Ingested::Replayed { delivery, id, status, body },
             Outcome::Conflict { original_id } => Ingested::Conflict { delivery, original_id },
         })
+    }
+
+    /// The quarantine entry holding `delivery` (true: held just now), when its partner holds what
+    /// it would be refused with. A replayed rejection whose reason depended on what was booked then
+    /// (a re-used invoice number, which a delivery prepared now may no longer meet) is answered with
+    /// the entry it was held as, if it was.
+    async fn held(
+        &self,
+        partner: &Partner,
+        delivery: &Delivery,
+        outcome: &Outcome,
+    ) -> Result<Option<(Quarantined, bool)>, Error> {
+        if let Some(hold) = policies::quarantine(self, partner, delivery, outcome) {
+            return Ok(Some(self.store.hold(&hold).await?));
+        }
+        if !matches!(outcome, Outcome::Replayed { status: Status::Rejected, .. }) {
+            return Ok(None);
+        }
+        let key = delivery.key();
+        let entry =
+            self.store.held_entry(key.source.as_str(), &key.message_id, delivery.fingerprint()).await?;
+        Ok(entry.map(|entry| (entry, false)))
     }
 
     /// Records `delivery` in one transaction. When the store finds a business key of one of its
@@ -354,6 +382,13 @@ impl Ingest {
                     let prepare::Prepared::Delivery(mut again, _) = prepared else {
                         return Err(Error::Internal);
                     };
+                    if again.status() == Status::Rejected && recording.releases {
+                        return Err(Error::WrongState(format!(
+                            "its invoice number was booked before with other content: {}; say what it is \
+                             booked as (a new invoice, or the replacement of the earlier one)",
+                            problem_detail(again.response())
+                        )));
+                    }
                     if recording.distinguished {
                         again.distinguish_by_content();
                     }
@@ -441,12 +476,14 @@ impl Ingest {
         if self.store.claim_release(entry_id, received_at).await?.is_none() {
             return Err(Error::WrongState("it was resolved by someone else meanwhile".into()));
         }
-        let recording = Recording { partner: Some(&partner), facts: &facts, differing, distinguished: true };
+        let recording = Recording {
+            partner: Some(&partner),
+            facts: &facts,
+            differing,
+            distinguished: true,
+            releases: true,
+        };
         let recorded = match self.record(*delivery, &recording, &mut reservation).await {
-            Ok((delivery, _)) if delivery.status() == Status::Rejected => Err(Error::WrongState(format!(
-                "its invoice number was booked meanwhile with other content: {}",
-                problem_detail(delivery.response())
-            ))),
             Ok((delivery, Outcome::Recorded { .. })) => Ok(delivery.id()),
             Ok((_, Outcome::Replayed { id, .. })) => Ok(id),
             Ok((_, Outcome::Conflict { original_id })) => {

@@ -197,11 +197,15 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// A unique violation of the invoices' business keys: PostgreSQL names the index; SQLite names
+/// A unique violation of an invoice's business key, or of the accounting `Idempotency-Key` derived
+/// from it (whichever of the two a statement meets first): PostgreSQL names the index; SQLite names
 /// only the columns (`UNIQUE constraint failed: invoices.business_key, invoices.revision`).
 fn is_business_key_taken(error: &sqlx::Error) -> bool {
+    const INDEXES: [&str; 2] = ["invoices_business_key", "outbox_idempotency_key_key"];
+    const COLUMNS: [&str; 2] = ["invoices.business_key", "outbox.idempotency_key"];
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation()
-        && (db.constraint() == Some("invoices_business_key") || db.message().contains("invoices.business_key")))
+        && (db.constraint().is_some_and(|name| INDEXES.contains(&name))
+            || COLUMNS.iter().any(|column| db.message().contains(column))))
 }
 
 /// A value, not the moment, is wrong, and no retry can cure it: PostgreSQL's data exceptions

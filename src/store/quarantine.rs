@@ -63,22 +63,32 @@ impl Store {
                 status, payload, content_type, problem, interchange_id, received_at)
             VALUES ($1, $2, $3, $4, $5, $6, 'held', $7, $8, $9, $10, $11)
             ON CONFLICT (source, message_id, payload_sha256) DO NOTHING";
+        let id = Uuid::now_v7();
+        on_pool!(self, pool => sqlx::query(INSERT)
+            .bind(id).bind(hold.partner_id.as_str()).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256.as_str())
+            .bind(hold.reason.as_str()).bind(hold.payload).bind(hold.content_type).bind(&hold.problem)
+            .bind(hold.interchange_id).bind(hold.received_at)
+            .execute(pool).await.map(|_| ())?);
+        let entry = self.held_entry(hold.source, hold.message_id, hold.payload_sha256).await?;
+        let entry =
+            entry.ok_or_else(|| StoreError::Corrupt("a quarantine entry vanished as it was held".into()))?;
+        let fresh = entry.id == id;
+        Ok((entry, fresh))
+    }
+
+    /// The entry holding this content under this key, if it was held.
+    pub async fn held_entry(
+        &self,
+        source: &str,
+        message_id: &str,
+        payload_sha256: &Fingerprint,
+    ) -> Result<Option<Quarantined>, StoreError> {
         let select = format!(
             "SELECT {COLUMNS} FROM quarantine WHERE source = $1 AND message_id = $2 AND payload_sha256 = $3"
         );
-        let id = Uuid::now_v7();
-        let entry: Quarantined = on_pool!(self, pool => {
-            sqlx::query(INSERT)
-                .bind(id).bind(hold.partner_id.as_str()).bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256.as_str())
-                .bind(hold.reason.as_str()).bind(hold.payload).bind(hold.content_type).bind(&hold.problem)
-                .bind(hold.interchange_id).bind(hold.received_at)
-                .execute(pool).await?;
-            sqlx::query_as(sqlx::AssertSqlSafe(select))
-                .bind(hold.source).bind(hold.message_id).bind(hold.payload_sha256.as_str())
-                .fetch_one(pool).await?
-        });
-        let fresh = entry.id == id;
-        Ok((entry, fresh))
+        Ok(on_pool!(self, pool => sqlx::query_as(sqlx::AssertSqlSafe(select))
+            .bind(source).bind(message_id).bind(payload_sha256.as_str())
+            .fetch_optional(pool).await?))
     }
 
     /// Held deliveries, newest first.

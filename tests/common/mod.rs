@@ -394,6 +394,22 @@ pub async fn count(url: &str, sql: &str) -> i64 {
     }
 }
 
+/// The one text column of every row `sql` returns.
+pub async fn texts(url: &str, sql: &str) -> Vec<String> {
+    let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        let rows = query.fetch_all(&pool).await.expect(sql);
+        pool.close().await;
+        rows
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("postgres");
+        let rows = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_all(&pool).await.expect(sql);
+        pool.close().await;
+        rows
+    }
+}
+
 pub fn fixture(path: &str) -> Vec<u8> {
     let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path);
     std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
@@ -442,4 +458,47 @@ macro_rules! both_backends {
             )*
         }
     };
+}
+
+/// An interchange sent again in a new envelope, as a partner's translator regenerating its control
+/// number or a VAN redelivering a mailbox sends it: ISA13 and IEA02 (X12) or UNB 0020 and UNZ 0002
+/// (EDIFACT) replaced by `control`, every document as it was.
+pub fn reenveloped(body: &[u8], control: &str) -> Vec<u8> {
+    let text = std::str::from_utf8(body).expect("UTF-8");
+    let start = text.len() - text.trim_start().len();
+    let ((header, at_header), (trailer, at_trailer), element, terminator) =
+        if text[start..].starts_with("ISA") {
+            let isa: Vec<char> = text[start..].chars().take(106).collect();
+            (("ISA", 13), ("IEA", 2), isa[3], isa[105])
+        } else {
+            let (element, terminator) = match text[start..].strip_prefix("UNA") {
+                Some(una) => (una.chars().nth(1).expect("UNA"), una.chars().nth(5).expect("UNA")),
+                None => ('+', '\''),
+            };
+            (("UNB", 5), ("UNZ", 2), element, terminator)
+        };
+    let mut out = String::with_capacity(text.len() + control.len());
+    for segment in text.split_inclusive(terminator) {
+        let body = segment.trim_start();
+        let tag = body.split(element).next().unwrap_or_default();
+        let at = match tag {
+            tag if tag == header => at_header,
+            tag if tag == trailer => at_trailer,
+            _ => {
+                out.push_str(segment);
+                continue;
+            }
+        };
+        out.push_str(&segment[..segment.len() - body.len()]);
+        let mut elements: Vec<&str> = body.split(element).collect();
+        let last = elements.len() - 1;
+        let ending =
+            if at == last { elements[last].strip_suffix(terminator).map(|_| terminator) } else { None };
+        elements[at] = control;
+        out.push_str(&elements.join(&element.to_string()));
+        if let Some(terminator) = ending {
+            out.push(terminator);
+        }
+    }
+    out.into_bytes()
 }

@@ -423,7 +423,8 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     let path = |entry: &Value, action: &str| {
         format!("/v1/admin/quarantine/{}/{action}", entry["id"].as_str().unwrap())
     };
-    let released = admin(&h, Method::POST, &path(&held[0], "release"), None).await;
+    // The conflicting resend re-uses INV-1042 with another quantity: released as a new invoice.
+    let released = admin(&h, Method::POST, &format!("{}?as=new", path(&held[0], "release")), None).await;
     assert_eq!(released.status, 200, "{}", released.text);
     assert_eq!(released.json()["status"], "released");
     let recorded = released.json()["released_as"].as_str().unwrap().to_owned();
@@ -436,7 +437,7 @@ async fn quarantine_holds_what_a_broker_would_retry_for_days(backend: Backend) {
     assert_eq!(discarded.json()["status"], "discarded");
     // Each action is logged with who did it, what, to which, and where it stands now.
     for (action, entry, now) in
-        [("quarantine.release", &held[0], "released"), ("quarantine.discard", &held[1], "discarded")]
+        [("quarantine.release-as-new", &held[0], "released"), ("quarantine.discard", &held[1], "discarded")]
     {
         let subject = format!(r#""subject":"{}""#, entry["id"].as_str().unwrap());
         let lines =

@@ -71,7 +71,12 @@ async fn files_match_the_invoices_api(backend: Backend) {
     // A seller named like a spreadsheet formula: check_csv.py expects it behind a `'`.
     let formula = String::from_utf8(numbered(9)).unwrap().replace("ACME SUPPLY CO", "=HYPERLINK(1)");
     assert_eq!(h.app.post(formula, "application/edi-x12").await.status, 201);
-    let invoices = h.app.all_invoices().await.len();
+    // The same invoice again under a new control number: listed as a duplicate, never exported.
+    let resent = h.app.post(common::resent(700_001), "application/edi-x12").await;
+    assert!(resent.json()["invoices"][0]["duplicate_of"].is_object(), "{}", resent.text);
+    let listed = h.app.all_invoices().await;
+    let invoices = listed.iter().filter(|invoice| invoice.get("duplicate_of").is_none()).count();
+    assert_eq!(invoices + 1, listed.len());
     let root = scratch();
     let dir = root.join("out");
     let summary = succeeded(&export(&h, &dir, 2, None));

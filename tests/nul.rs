@@ -42,7 +42,7 @@ async fn a_nul_is_refused_where_it_stands(backend: Backend) {
         reply.assert_problem(400, "invalid-transport")["detail"].as_str().unwrap().contains("the body.id")
     );
 
-    let invalid = with(28_103, "INV-1042", "INV-1042\0");
+    let invalid = with(28_103, "INV-28003", "INV-28003\0");
     for _ in 0..2 {
         let reply = send(&h, "application/edi-x12", invalid.clone()).await;
         let problem = reply.assert_problem(422, "invalid-interchange");

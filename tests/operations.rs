@@ -194,7 +194,11 @@ async fn operators_resolve_held_deliveries_from_the_command_line(backend: Backen
     expected.sort_unstable();
     assert_eq!(ids, expected);
 
-    let released = operator(&h, &["quarantine", "release", conflict]).unwrap();
+    // The conflicting resend re-uses INV-1042 with another quantity: a release must say what it
+    // books it as.
+    let undecided = operator(&h, &["quarantine", "release", conflict]).unwrap_err();
+    assert!(undecided.contains("say what it is booked as"), "{undecided}");
+    let released = operator(&h, &["quarantine", "release", conflict, "--as", "new"]).unwrap();
     assert_eq!(released["status"], "released", "{released}");
     let recorded = released["released_as"].as_str().unwrap();
     let interchange = admin(&h, Method::GET, &format!("/v1/interchanges/{recorded}"), None).await;
@@ -262,8 +266,8 @@ async fn booked_rows_reference_their_parents_on_postgres() {
     let orphans = [
         "INSERT INTO documents (id, inbox_id, position, doc_type, control_number) \
             VALUES (gen_random_uuid(), gen_random_uuid(), 1, '810', '0001')",
-        "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total) \
-            SELECT gen_random_uuid(), inbox_id, gen_random_uuid(), 'X', '2026-01-01', 1 FROM invoices LIMIT 1",
+        "INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total, business_key) \
+            SELECT gen_random_uuid(), inbox_id, gen_random_uuid(), 'X', '2026-01-01', 1, 'X' FROM invoices LIMIT 1",
         "INSERT INTO invoice_lines (invoice_id, line_number, quantity, amount) \
             SELECT id, 99, 1, 1 FROM invoices UNION ALL SELECT gen_random_uuid(), 1, 1, 1",
         // A new document of the other interchange, named by an invoice of this one.
@@ -271,8 +275,8 @@ async fn booked_rows_reference_their_parents_on_postgres() {
             "WITH d AS (INSERT INTO documents (id, inbox_id, position, doc_type, control_number) \
                 SELECT gen_random_uuid(), inbox_id, 99, '810', '0099' FROM invoices \
                 WHERE inbox_id <> '{interchange}' RETURNING id) \
-            INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total) \
-            SELECT gen_random_uuid(), '{interchange}', d.id, 'X', '2026-01-01', 1 FROM d"
+            INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, total, business_key) \
+            SELECT gen_random_uuid(), '{interchange}', d.id, 'X', '2026-01-01', 1, 'Y' FROM d"
         ),
         "UPDATE invoice_lines SET invoice_id = gen_random_uuid() WHERE line_number = 1",
         "UPDATE invoices SET document_id = gen_random_uuid()",

@@ -6,7 +6,7 @@
 mod common;
 
 use common::partners::{ADMIN, admin, post_with_key, register, secured};
-use common::{Backend, Harness, fixture, numbered};
+use common::{Backend, Harness, fixture, numbered, resent};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -30,8 +30,9 @@ async fn search_finds_interchanges_by_what_a_person_remembers(backend: Backend) 
     for body in [
         fixture("x12/810-single.edi"),
         fixture("x12/810-two-invoices-00501.edi"),
-        numbered(11_420),
-        numbered(5),
+        // The same invoice again in two more envelopes (duplicates, found like any invoice).
+        resent(11_420),
+        resent(5),
     ] {
         assert_eq!(post_with_key(&h, &acme.api_key, body).await.status, 201);
     }
@@ -137,11 +138,13 @@ async fn walked(h: &Harness, query: &str) -> Vec<String> {
 /// two of whose invoices match fills one place of its page, not two.
 async fn a_search_pages_through_every_match_once_both_ways(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
-    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    // Its sellers' re-used numbers are booked: `twice` holds INV-1042 twice, with other content.
+    let acme = json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "on_duplicate_number": "book"});
+    let acme = register(&h, acme).await;
     let twice =
         String::from_utf8(fixture("x12/810-two-invoices-00501.edi")).unwrap().replace("INV-200", "INV-104");
     let twice = twice.replace("INV-1041", "INV-1042").into_bytes();
-    for body in [numbered(1), numbered(2), twice, numbered(3), numbered(4), numbered(5)] {
+    for body in [resent(1), resent(2), twice, resent(3), resent(4), resent(5)] {
         assert_eq!(post_with_key(&h, &acme.api_key, body).await.status, 201);
     }
     let newest = ["000000005", "000000004", "000000003", "000001143", "000000002", "000000001"]

@@ -14,7 +14,7 @@ use chrono::Utc;
 use common::partners::{post_with_key, register, secured};
 use common::{Backend, Harness, TestApp, count, database_config, fixture, server_config};
 use edi_inbox::edi;
-use edi_inbox::inbox::{Delivery, Outcome, Received};
+use edi_inbox::inbox::{Delivery, Ledger, Outcome, Received};
 use edi_inbox::store::{AttemptFacts, FirstAttempt, Store, StoreError};
 use serde_json::json;
 use sqlx::Connection;
@@ -81,16 +81,16 @@ async fn a_replay_completes_while_the_inbox_row_is_locked() {
     h.finish().await;
 }
 
-/// The delivery of `fixture` with `control` as its interchange control number, as the HTTP layer
-/// builds it.
-fn delivery(control: &str) -> Delivery {
-    let text = String::from_utf8(fixture("x12/810-single.edi")).unwrap().replace("000001142", control);
-    let body = bytes::Bytes::from(text);
+/// The delivery of an invoice of its own with `control` as its interchange control number
+/// ([`common::numbered`]), as the HTTP layer builds it.
+fn delivery(control: u32) -> Delivery {
+    let body = bytes::Bytes::from(common::numbered(control));
     let mut scratch = Vec::new();
     let interchange = edi::parse(&body, &mut scratch, edi::Limits::default()).unwrap();
     Delivery::processed(
         &interchange,
         Received { payload: body.clone(), content_type: None, received_at: Utc::now() },
+        &Ledger::default(),
     )
     .unwrap()
 }
@@ -101,13 +101,13 @@ async fn one_failing_delivery_fails_only_itself(backend: Backend) {
     let db = common::TestDb::create(backend).await;
     let store = edi_inbox::app::open_store(&database_config(&db.url)).await.unwrap();
     let first = FirstAttempt { facts: AttemptFacts::default(), outcome: "recorded", status: 201 };
-    let earlier = Arc::new(delivery("000000001"));
+    let earlier = Arc::new(delivery(1));
     assert!(matches!(store.record(&earlier, &first).await, Ok(Outcome::Recorded { .. })));
-    let poisoned = delivery("000000099");
+    let poisoned = delivery(99);
     // Its document's id taken already (by a row under the earlier delivery): its INSERT violates
     // the primary key.
     take_id(&db.url, poisoned.held_documents()[0].id, earlier.id()).await;
-    let mut batch: Vec<Delivery> = (2..=9).map(|n| delivery(&format!("{n:09}"))).collect();
+    let mut batch: Vec<Delivery> = (2..=9).map(delivery).collect();
     batch.insert(4, poisoned);
     let batch: Vec<Arc<Delivery>> = batch.into_iter().map(Arc::new).collect();
     let recorded = record_together(&store, &batch, &first).await;

@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 #[openapi(
     modifiers(&Security),
     servers((url = "/", description = "This service (the document is served by it)")),
-    components(schemas(crate::inbox::resource::BypassedResource)),
+    components(schemas(crate::inbox::resource::BypassedResource, crate::inbox::quarantine::ReleaseAs)),
     info(
         title = "edi-inbox",
         description = "Exactly-once HTTP receiver for X12 810 and UN/EDIFACT INVOIC interchanges (Inbox pattern).\n\n\

@@ -38,7 +38,7 @@ impl Store {
         Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(target).fetch_all(pool).await?))
     }
 
-    /// Assigns up to `max` invoices that no export holds yet (oldest first) to a new export into
+    /// Assigns up to `max` booked invoices (a duplicate is never exported) that no export holds yet (oldest first) to a new export into
     /// `target` named by `file_name(id)`; `None` when there is nothing left to export.
     pub async fn start_export(
         &self,
@@ -50,7 +50,7 @@ impl Store {
         const CREATE: &str = "INSERT INTO exports (id, target, file_name, status, invoices, created_at) \
             VALUES ($1, $4, $2, 'writing', 0, $3)";
         const ASSIGN: &str = "INSERT INTO exported_invoices (invoice_id, export_id) \
-            SELECT id, $1 FROM invoices i WHERE NOT EXISTS \
+            SELECT id, $1 FROM invoices i WHERE i.duplicate_of IS NULL AND NOT EXISTS \
                 (SELECT 1 FROM exported_invoices e WHERE e.invoice_id = i.id) \
             ORDER BY id LIMIT $2 ON CONFLICT (invoice_id) DO NOTHING";
         const COUNT: &str = "UPDATE exports SET invoices = $2 WHERE id = $1";

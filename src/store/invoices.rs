@@ -88,6 +88,14 @@ impl Store {
         Ok(booked)
     }
 
+    /// The copies of invoice `id` that arrived again (its duplicates), oldest first: each copy's
+    /// id, its interchange and when that was received.
+    pub async fn copies_of(&self, id: Uuid) -> Result<Vec<(Uuid, Uuid, DateTime<Utc>)>, StoreError> {
+        const SQL: &str = "SELECT i.id, x.id, x.received_at FROM invoices i JOIN inbox x ON x.id = i.inbox_id \
+            WHERE i.duplicate_of = $1 ORDER BY i.id";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(id).fetch_all(pool).await?))
+    }
+
     pub async fn invoice(&self, id: Uuid) -> Result<Option<InvoiceResource>, StoreError> {
         let filter = InvoiceFilter { cursor: None, limit: 1, ..InvoiceFilter::default() };
         let invoices = self.load_invoices(&filter, Some(id)).await?;

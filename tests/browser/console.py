@@ -118,9 +118,9 @@ def main(binary):
         assert status == 201, body
         key = next(s["secret"] for s in json.loads(body)["secrets"] if s["kind"] == "api_key")
 
-        def deliver(name, replace=None):
+        def deliver(name, *replacements):
             payload = (FIXTURES / "x12" / name).read_bytes()
-            if replace:
+            for replace in replacements:
                 payload = payload.replace(*replace)
             return request(address, "POST", "/v1/interchanges", payload,
                            {"authorization": f"Bearer {key}", "content-type": "application/edi-x12"})
@@ -128,8 +128,9 @@ def main(binary):
         assert deliver("810-single.edi")[0] == 201  # refused by the accounting API: a dead letter
         assert deliver("810-single-conflict.edi")[0] == 202  # held: conflicts with the first
         assert deliver("invalid-se-count.edi", (b"000001142", b"000007001"))[0] == 202  # held: invalid
-        for n in range(47):  # refused by the accounting API too: 47 more dead letters
-            assert deliver("810-single.edi", (b"000001142", f"0000090{n:02d}".encode()))[0] == 201
+        for n in range(48):  # invoices of their own, refused by the accounting API too: 48 more dead letters
+            assert deliver("810-single.edi", (b"000001142", f"0000090{n:02d}".encode()),
+                           (b"INV-1042", f"INV-9{n:02d}".encode()))[0] == 201
 
         SHOTS.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as playwright:
@@ -152,6 +153,7 @@ def main(binary):
 
             def fresh_delivery_appears():
                 expect(page.locator("#latest")).not_to_contain_text("000008123")
+                # The first invoice again in a new envelope: recorded, a duplicate, never booked again.
                 assert deliver("810-single.edi", (b"000001142", b"000008123"))[0] == 201
                 expect(page.locator("#latest")).to_contain_text("000008123", timeout=15000)
                 page.screenshot(path=str(SHOTS / "console-overview.png"), full_page=True)
@@ -195,7 +197,8 @@ def main(binary):
                 expect(page.locator("#diff .removed").first).to_be_visible()
                 expect(page.locator("#diff .added").first).to_be_visible()
                 page.screenshot(path=str(SHOTS / "console-quarantine.png"), full_page=True)
-                page.click("#decide >> text=Release")
+                # It re-uses INV-1042 with another quantity: booked as a new invoice.
+                page.click("#decide >> text=Book as a new invoice")
                 expect(page.locator(".notice")).to_contain_text("Released")
                 expect(page.locator("#quarantine tbody tr")).to_have_count(1)
             check("compare a held conflict with its original and release it", release_conflict)
@@ -217,7 +220,8 @@ def main(binary):
             check("discard a held invalid interchange, once confirmed", discard_invalid)
 
             def bulk_retry_as_another_operator():
-                # Every invoice booked so far was refused: 49 delivered and the released one.
+                # Every invoice booked so far was refused: 49 delivered (the resent one a duplicate) and
+                # the released one.
                 second = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                 second.goto(f"{base}/sign-in")
                 second.fill("#name", "pavel")

@@ -1,6 +1,7 @@
 //! `/console/invoices/{id}`: one booked invoice as an accountant checks it: its header, parties, tax
 //! breakdown, allowances and charges, payment terms, the totals the document states, its lines, the
-//! warnings its interchange gave about it, and where it stands with the accounting API. Every value
+//! warnings its interchange gave about it, where it stands with the accounting API, and where else
+//! it arrived (the invoice it duplicates, or its copies; the invoice it replaces). Every value
 //! read from the interchange names the segment it came from (its position, as a 422 numbers them);
 //! a value the service computed names none.
 
@@ -9,7 +10,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 
 use super::session::Session;
-use super::{Failure, Notice, PageId, Tab, page};
+use super::{Failure, Notice, PageId, Tab, page, when};
 use crate::edi::invoice::{AllowanceCharge, Party};
 use crate::http::ApiContext;
 use crate::http::problem::ApiError;
@@ -20,7 +21,8 @@ pub async fn detail(
     Query(notice): Query<Notice>,
     PageId(id): PageId,
 ) -> Result<Response, Failure> {
-    let (resource, findings) = tokio::try_join!(ctx.store.invoice(id), ctx.store.invoice_findings(id))?;
+    let (resource, findings, copies) =
+        tokio::try_join!(ctx.store.invoice(id), ctx.store.invoice_findings(id), ctx.store.copies_of(id))?;
     let resource = resource.ok_or(ApiError::NotFound)?;
     let invoice = &resource.invoice;
     let sources = &invoice.sources;
@@ -37,6 +39,26 @@ pub async fn detail(
         p {
             a href={ "/console/interchanges/" (resource.interchange_id) } { "Its interchange" } " · "
             a href={ "/console/interchanges/" (resource.interchange_id) "/payload" } download { "Download the payload" }
+        }
+        @if let Some(earlier) = &resource.duplicate_of {
+            p #duplicate-of.warning {
+                "A duplicate, not booked: the same invoice was booked as "
+                a.mono href={ "/console/invoices/" (earlier.invoice_id) } { (earlier.invoice_id) }
+                " (" a href={ "/console/interchanges/" (earlier.interchange_id) } { "its interchange" } ", received "
+                (when(earlier.received_at)) ")."
+            }
+        }
+        @if let Some(replaced) = resource.replaces {
+            p #replaces { "Replaces " a.mono href={ "/console/invoices/" (replaced) } { (replaced) } "." }
+        }
+        @if !copies.is_empty() {
+            h2 { "Also arrived in" }
+            ul #copies { @for (copy, interchange, received_at) in &copies {
+                li {
+                    a.mono href={ "/console/invoices/" (copy) } { (copy) } ", interchange "
+                    a.mono href={ "/console/interchanges/" (interchange) } { (interchange) } ", received " (when(*received_at))
+                }
+            } }
         }
         table #header {
             thead { tr { th { "Field" } th { "Value" } th.num { "Segment" } } }

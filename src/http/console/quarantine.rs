@@ -137,11 +137,14 @@ pub async fn detail(
         }
         @if entry.status == QuarantineStatus::Held {
             div #decide {
-                @if entry.reason == QuarantineReason::DuplicateNumber {
+                // A conflicting resend may re-use an invoice number with other content too: its
+                // release then needs the same decision.
+                @if entry.reason != QuarantineReason::DuplicateNumber {
+                    (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
+                }
+                @if matches!(entry.reason, QuarantineReason::DuplicateNumber | QuarantineReason::Conflict) {
                     (action(&format!("/console/quarantine/{id}/release-as-new"), "Book as a new invoice", &session, "primary"))
                     (action(&format!("/console/quarantine/{id}/release-as-replacement"), "Book as the replacement", &session, "primary"))
-                } @else {
-                    (action(&format!("/console/quarantine/{id}/release"), "Release", &session, "primary"))
                 }
                 (action(&format!("/console/quarantine/{id}/discard"), "Discard", &session, "danger"))
             }

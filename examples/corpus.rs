@@ -1,5 +1,7 @@
 //! Writes a generated X12 810 interchange of at least BYTES bytes (three-line invoices) to stdout,
-//! under interchange control number CONTROL, for `bench/memory.sh`:
+//! under interchange control number CONTROL, its invoices numbered `INV-{CONTROL}-{n}` (so that the
+//! interchanges of two controls hold invoices of their own), for `bench/memory.sh` and
+//! `bench/large.sh`:
 //! `cargo run --release --example corpus -- BYTES [CONTROL]`.
 
 #[path = "../benches/corpus.rs"]
@@ -19,5 +21,6 @@ fn main() -> std::io::Result<()> {
         &format!("IEA*1*{numbered}~"),
         1,
     );
+    let body = body.replace("*INV-", &format!("*INV-{control}-"));
     std::io::stdout().write_all(body.as_bytes())
 }

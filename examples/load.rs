@@ -1,6 +1,6 @@
 //! Load driver: posts 810 interchanges (one invoice, two lines) to a running edi-inbox from
 //! CONCURRENCY connections for SECONDS, then prints requests per second and latency percentiles.
-//! `unique` gives every request a new ISA13 (first deliveries, 201); `replay` sends one interchange
+//! `unique` gives every request a new ISA13 and invoice number (first deliveries of new invoices, 201); `replay` sends one interchange
 //! again and again (after its first delivery every answer is a 200 replay). With
 //! `EDI_INBOX_LOAD_API_KEY` set, requests carry it as `Authorization: Bearer`; with
 //! `EDI_INBOX_LOAD_WEBHOOK=PARTNER:SECRET`, each is signed as a Standard Webhooks sender signs it
@@ -46,7 +46,10 @@ async fn main() {
     let post = {
         let (client, endpoint) = (client.clone(), endpoint.clone());
         move |control: u64| {
-            let body = SAMPLE.replace("000001142", &format!("{:09}", control % 1_000_000_000));
+            let control = control % 1_000_000_000;
+            let body = SAMPLE
+                .replace("000001142", &format!("{control:09}"))
+                .replace("INV-1042", &format!("INV-{control}"));
             let mut request = client.post(&endpoint).header("content-type", "application/edi-x12");
             if let Some(key) = &api_key {
                 request = request.bearer_auth(key);

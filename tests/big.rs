@@ -283,6 +283,25 @@ async fn a_large_interchange_books_what_each_message_books_alone(backend: Backen
     assert_eq!((last.len(), &last[0]["total"]), (1, &Value::from("5767.10")));
     let sent = invoices.iter().filter(|invoice| invoice["accounting"]["status"] == "pending").count();
     assert_eq!(sent, 70, "each of the 70 has its outbox message, the duplicate none");
+
+    // The whole interchange again in a new envelope: recorded (201), its 70 invoices duplicates of
+    // the streamed ones (found a page at a time), none booked or queued again.
+    let resent = h.app.post(common::reenveloped(&large, "RESENT"), "application/edifact").await;
+    assert_eq!(resent.status, 201, "{}", resent.text);
+    let copies = resent.json()["invoices"].as_array().unwrap().clone();
+    assert_eq!(copies.len(), 70, "listed from their rows");
+    for copy in &copies {
+        let original =
+            invoices.iter().find(|i| i["number"] == copy["number"] && i.get("duplicate_of").is_none());
+        assert_eq!(copy["duplicate_of"]["invoice_id"], original.expect("booked")["id"], "{copy}");
+    }
+    let all = h.app.all_invoices().await;
+    assert_eq!(all.len(), 141);
+    assert_eq!(
+        all.iter().filter(|i| i["accounting"]["status"] == "pending").count(),
+        70,
+        "nothing queued again"
+    );
     h.finish().await;
 }
 

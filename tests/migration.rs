@@ -6,7 +6,8 @@
 //! 0015 (retention by day): stored payloads move out of `inbox` (on PostgreSQL into day partitions,
 //! the audit trail too) with every byte, and the purge then drops them. 0021 (references checked
 //! once per statement, PostgreSQL): rows booked under the foreign keys still go with their
-//! interchange, and a row naming none is still refused.
+//! interchange, and a row naming none is still refused. 0023 (business keys): invoices booked
+//! before get theirs, and of two sharing one the later becomes the earlier's duplicate.
 
 mod common;
 
@@ -202,7 +203,49 @@ async fn payloads_and_the_audit_trail_stored_before_day_partitions_survive_and_e
     db.remove().await;
 }
 
+/// Two interchanges of one seller's INV-1042 booked before business keys (0023), the second a
+/// resend of the first under another control number: after the migration the first stays booked,
+/// the second is its duplicate (nothing deleted), and a new delivery of INV-1042 with other content
+/// is caught as a re-used number.
+async fn invoices_booked_before_business_keys_get_theirs_and_a_shared_one_marks_the_later(backend: Backend) {
+    let db = TestDb::create(backend).await;
+    let uuid = |id: Uuid| match backend {
+        Backend::Sqlite => format!("X'{}'", id.simple()),
+        Backend::Postgres => format!("'{id}'"),
+    };
+    let mut rows = String::new();
+    let mut booked = Vec::new();
+    for (n, control) in ["000000501", "000000502"].iter().enumerate() {
+        let [inbox, document, invoice] = [Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7()];
+        booked.push((inbox, invoice));
+        let [inbox, document, invoice] = [inbox, document, invoice].map(uuid);
+        rows.push_str(&format!(
+            "INSERT INTO inbox (id, source, message_id, standard, sender_qualifier, sender_id, receiver_qualifier, \
+             receiver_id, control_number, payload_sha256, content_type, status, response_body, received_at, \
+             processed_at) VALUES ({inbox}, 'x12:ZZ:ACMESUPPLY', '{control}', 'x12', 'ZZ', 'ACMESUPPLY', 'ZZ', \
+             'BUYERCO', '{control}', '{n:064}', 'application/edi-x12', 'processed', '{{}}', \
+             '2026-03-1{n}T10:15:00Z', '2026-03-1{n}T10:15:00Z');
+             INSERT INTO documents (id, inbox_id, position, doc_type, control_number) VALUES ({document}, {inbox}, 3, '810', '0001');
+             INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, currency, total, seller_qualifier, \
+             seller_id) VALUES ({invoice}, {inbox}, {document}, ' INV-1042', '2026-03-17', 'USD', '300.00', '92', 'ACME-001');"
+        ));
+    }
+    migrated_to(22, backend, &db.url, rows).await;
+    let app = TestApp::start(&database_config(&db.url), &server_config()).await;
+    let first = app.get(&format!("/v1/invoices/{}", booked[0].1)).await.json();
+    assert!(first.get("duplicate_of").is_none(), "the earliest stays booked: {first}");
+    let second = app.get(&format!("/v1/invoices/{}", booked[1].1)).await.json();
+    assert_eq!(second["duplicate_of"]["invoice_id"], booked[0].1.to_string(), "{second}");
+    assert_eq!(second["duplicate_of"]["interchange_id"], booked[0].0.to_string(), "{second}");
+    let refused = app.post(fixture("x12/810-single.edi"), "application/edi-x12").await;
+    let problem = refused.assert_problem(422, "duplicate-invoice-number");
+    assert!(problem["detail"].as_str().unwrap().contains(&booked[0].1.to_string()), "{problem}");
+    app.stop().await;
+    db.remove().await;
+}
+
 both_backends!(
+    invoices_booked_before_business_keys_get_theirs_and_a_shared_one_marks_the_later,
     payloads_and_the_audit_trail_stored_before_day_partitions_survive_and_expire,
     an_invoice_booked_before_the_model_keeps_its_answer_and_its_figures,
     a_partner_registered_before_mismatches_could_be_held_keeps_its_senders_and_key

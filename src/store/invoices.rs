@@ -61,29 +61,68 @@ impl Store {
 
     /// The invoices booked (not duplicates) under each of `keys`, every revision, each with its
     /// interchange and when that was received: what a delivery whose booking found a key taken is
-    /// checked against. Read one key at a time (only after a key was found taken, which is rare).
+    /// checked against (only then: it is rare). The keys are looked up 500 at a time; the invoices
+    /// are read a page of their interchange at a time where many come from one (a large
+    /// interchange sent again), one by one otherwise.
     pub async fn booked_invoices(
         &self,
         keys: &[BusinessKey],
     ) -> Result<HashMap<BusinessKey, Vec<Earlier>>, StoreError> {
-        const SQL: &str = "SELECT i.id, i.revision, x.id, x.received_at FROM invoices i \
-            JOIN inbox x ON x.id = i.inbox_id WHERE i.business_key = $1 AND i.duplicate_of IS NULL";
-        let mut booked = HashMap::new();
-        for key in keys {
-            let rows: Vec<(Uuid, i32, Uuid, DateTime<Utc>)> =
-                on_pool!(self, pool => sqlx::query_as(SQL).bind(key.as_str()).fetch_all(pool).await?);
-            let mut earlier = Vec::with_capacity(rows.len());
-            for (invoice_id, revision, interchange_id, received_at) in rows {
-                let Some(resource) = self.invoice(invoice_id).await? else { continue };
-                earlier.push(Earlier {
-                    invoice_id,
-                    interchange_id,
-                    received_at,
-                    revision,
-                    invoice: resource.invoice,
-                });
+        /// Invoices of one interchange from which its pages are read rather than each invoice.
+        const PAGED: usize = 16;
+        let mut found: Vec<BookedRow> = Vec::new();
+        for chunk in keys.chunks(super::rows::CHUNK_ROWS) {
+            let rows: Vec<BookedRow> = on_pool!(self, pool => {
+                let mut query = sqlx::QueryBuilder::new(
+                    "SELECT i.id, i.business_key, i.revision, x.id AS interchange_id, x.received_at FROM invoices i \
+                     JOIN inbox x ON x.id = i.inbox_id WHERE i.duplicate_of IS NULL AND i.business_key IN (",
+                );
+                let mut listed = query.separated(", ");
+                for key in chunk {
+                    listed.push_bind(key.as_str());
+                }
+                query.push(")");
+                query.build_query_as().fetch_all(pool).await?
+            });
+            found.extend(rows);
+        }
+        let mut by_interchange: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        for row in &found {
+            by_interchange.entry(row.interchange_id).or_default().push(row.id);
+        }
+        let mut invoices: HashMap<Uuid, std::sync::Arc<Invoice>> = HashMap::new();
+        for (interchange_id, ids) in by_interchange {
+            if ids.len() < PAGED {
+                for id in ids {
+                    invoices.extend(self.invoice(id).await?.map(|resource| (id, resource.invoice)));
+                }
+                continue;
             }
-            booked.insert(key.clone(), earlier);
+            let mut filter = InvoiceFilter {
+                interchange_id: Some(interchange_id),
+                limit: 500,
+                ..InvoiceFilter::default()
+            };
+            loop {
+                let page = self.load_invoices(&filter, None).await?;
+                filter.cursor = page.last().map(|resource| resource.id);
+                let full = page.len() == 500;
+                invoices.extend(page.into_iter().map(|resource| (resource.id, resource.invoice)));
+                if !full {
+                    break;
+                }
+            }
+        }
+        let mut booked: HashMap<BusinessKey, Vec<Earlier>> = HashMap::new();
+        for row in found {
+            let Some(invoice) = invoices.get(&row.id) else { continue };
+            booked.entry(BusinessKey::stored(row.business_key)).or_default().push(Earlier {
+                invoice_id: row.id,
+                interchange_id: row.interchange_id,
+                received_at: row.received_at,
+                revision: row.revision,
+                invoice: std::sync::Arc::clone(invoice),
+            });
         }
         Ok(booked)
     }
@@ -170,6 +209,16 @@ impl Store {
         }
         Ok(invoices)
     }
+}
+
+/// An invoice booked under a business key, as the lookup of keys reads it.
+#[derive(sqlx::FromRow)]
+struct BookedRow {
+    id: Uuid,
+    business_key: String,
+    revision: i32,
+    interchange_id: Uuid,
+    received_at: DateTime<Utc>,
 }
 
 /// An `invoices` row as read: dates and decimals as text.

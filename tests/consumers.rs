@@ -2,7 +2,8 @@
 //! NATS JetStream at 127.0.0.1:4222), publishing with their official Rust clients (`lapin`,
 //! `async-nats`): each interchange is booked once however often it is published or redelivered,
 //! what can never succeed is dead-lettered, and a consumer killed between COMMIT and the broker's
-//! acknowledgement leaves one invoice after the redelivery. On SQLite and PostgreSQL.
+//! acknowledgement leaves one invoice after the redelivery; the same invoice through HTTP and a
+//! queue is booked once. On SQLite and PostgreSQL.
 
 mod common;
 
@@ -399,7 +400,32 @@ async fn a_database_outage_sends_messages_back_until_it_ends_on_postgres() {
     a_database_outage_sends_messages_back_until_it_ends(Backend::Postgres).await;
 }
 
+/// The same invoice through two doors: posted over HTTP, then taken from a RabbitMQ queue in
+/// another envelope (a partner's gateway and its queue both delivering it): two interchanges
+/// recorded, one invoice booked, the queued copy its duplicate.
+async fn the_same_invoice_through_http_and_a_queue_is_booked_once(backend: Backend) {
+    let h = common::Harness::start(backend).await;
+    let posted = h.app.post_fixture("x12/810-single.edi").await;
+    assert_eq!(posted.status, 201, "{}", posted.text);
+    let queue = format!("edi-test-{}", uuid::Uuid::now_v7().simple());
+    declare_amqp(&queue).await;
+    publish_amqp(&queue, &[common::resent(700_100)]).await;
+    let consumer = consume(&h.db, AMQP, &queue, false);
+    let recorded = async || count(&h.db.url, "SELECT COUNT(*) FROM inbox").await;
+    settles("the queued interchange recorded too", 2, recorded).await;
+    settles("the queue is drained", 0, async || waiting(&queue).await).await;
+    let booked = count(&h.db.url, "SELECT COUNT(*) FROM invoices WHERE duplicate_of IS NULL").await;
+    let copies = count(&h.db.url, "SELECT COUNT(*) FROM invoices WHERE duplicate_of IS NOT NULL").await;
+    assert_eq!((booked, copies), (1, 1), "booked once, the queued copy its duplicate");
+    let invoice = posted.json()["invoices"][0]["id"].as_str().unwrap().to_owned();
+    let copy = h.app.all_invoices().await.into_iter().find(|i| i.get("duplicate_of").is_some()).unwrap();
+    assert_eq!(copy["duplicate_of"]["invoice_id"], invoice.as_str(), "{copy}");
+    drop(consumer);
+    h.finish().await;
+}
+
 both_backends!(
+    the_same_invoice_through_http_and_a_queue_is_booked_once,
     rabbitmq_books_each_interchange_once_and_dead_letters_the_rest,
     a_suspended_partners_messages_are_dead_letters,
     a_consumer_books_only_what_it_is_told_to,

@@ -272,6 +272,10 @@ async fn every_fixture_invoice_resent_under_a_new_control_number_books_nothing_n
         let replay = h.app.post(body, content_type_of(file)).await;
         assert_eq!((replay.status, &replay.text), (200, &again.text), "{file}: a replay is the same bytes");
     }
+    let copies: usize = firsts.iter().map(|first| first["invoices"].as_array().unwrap().len()).sum();
+    let metrics = h.app.get("/metrics").await.text;
+    let counted = format!("edi_inbox_duplicate_invoices_total{{partner=\"-\"}} {copies}");
+    assert!(metrics.contains(&counted), "{counted} in {metrics}");
     assert_eq!(booked(&h).await, originals, "nothing new is booked");
     h.finish().await;
 }

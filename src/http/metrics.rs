@@ -60,6 +60,10 @@ fn describe() {
         "edi_inbox_interchanges_total",
         "Interchange deliveries by proven partner, standard and outcome."
     );
+    describe_counter!(
+        "edi_inbox_duplicate_invoices_total",
+        "Invoices that arrived again in an interchange of their own (kept, never booked again), by partner."
+    );
     describe_histogram!(
         "edi_inbox_replay_delay_seconds",
         "Time from a key's first delivery to each replay of it."

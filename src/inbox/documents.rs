@@ -43,6 +43,8 @@ pub(super) struct Counts {
     pub invoices: usize,
     pub lines: usize,
     pub warnings: usize,
+    /// Invoices that arrived before (kept, not booked).
+    pub duplicates: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -108,6 +110,7 @@ impl Documents {
                     };
                     let (booking, warning) = checker.check(checked)?;
                     document.warnings.extend(warning);
+                    counts.duplicates += usize::from(booking.mark.duplicate_of.is_some());
                     if booking.mark != Mark::default() {
                         marks.insert(invoice_id, booking.mark.clone());
                     }

@@ -47,6 +47,13 @@ impl Ingest {
             Ingested::Quarantined { entry, audited, .. } => (!audited).then_some(Some(entry.interchange_id)),
             Ingested::Bypassed(_) => Some(None),
         };
+        if let Ingested::Recorded { delivery, .. } = ingested
+            && delivery.duplicate_count() > 0
+        {
+            let partner = facts.partner_id.as_ref().map_or("-", PartnerId::as_str).to_owned();
+            metrics::counter!("edi_inbox_duplicate_invoices_total", "partner" => partner)
+                .increment(delivery.duplicate_count() as u64);
+        }
         let attempt = inbox_id.map(|inbox_id| Attempt {
             inbox_id,
             key: key.clone(),

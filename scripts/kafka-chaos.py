@@ -109,7 +109,8 @@ def main(binary, count="10000"):
         producer = KafkaProducer(bootstrap_servers=BROKER, acks="all", linger_ms=5)
         headers = [("content-type", b"application/edi-x12")]
         for sent, n in enumerate(order):
-            body = SAMPLE.replace("000001142", f"{n:09}").encode()
+            # Each interchange its own invoice (the same invoice again would be a duplicate).
+            body = SAMPLE.replace("000001142", f"{n:09}").replace("INV-1042", f"INV-{n}").encode()
             producer.send(topic, body, key=str(n).encode(), headers=headers)
             if sent % 100 == 99:
                 producer.flush()

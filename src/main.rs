@@ -219,6 +219,9 @@ async fn partner_command(
             Some(partner) => println!("{}", pretty(&partner)),
             None => return Err(operate::Error::NotFound(format!("no partner {id:?}")).into()),
         },
+        PartnerCommand::Update { id, changes } => {
+            println!("{}", pretty(&admin::update(store, &id, *changes, &Actor::command_line()).await?))
+        }
         PartnerCommand::Suspend { id } => {
             println!(
                 "{}",

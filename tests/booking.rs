@@ -43,6 +43,17 @@ fn assert_fields(context: &str, got: &Value, want: &Value) {
     assert!(unlisted.is_empty(), "{context}: booked but not expected: {unlisted:?}");
 }
 
+/// `invoice` without its `original_invoice_id`, checked to be the id of the invoice of
+/// `interchange` it names (a credit note naming an invoice earlier in its interchange is linked).
+fn linked(interchange: &[Value], invoice: &Value) -> Value {
+    let mut invoice = invoice.clone();
+    if let Some(id) = invoice.as_object_mut().unwrap().remove("original_invoice_id") {
+        let named = interchange.iter().find(|i| i["number"] == invoice["original_invoice"]);
+        assert_eq!(Some(&id), named.map(|i| &i["id"]), "the invoice it names: {invoice}");
+    }
+    invoice
+}
+
 /// Marks each field under `path` (`lines[].taxes[].amount`) as filled when `value` holds something
 /// there: a column written as NULL, or a list stored empty, by mistake would round-trip unnoticed
 /// unless some fixture gives it a value.
@@ -84,10 +95,14 @@ async fn every_booking_fixture_is_booked_as_it_says(backend: Backend) {
         let wanted = want["invoices"].as_array().expect("expected invoices");
         assert_eq!(invoices.len(), wanted.len(), "{file}");
         for (n, (got, want)) in invoices.iter().zip(wanted).enumerate() {
-            assert_fields(&format!("{file} invoice {n} (201)"), got, want);
+            assert_fields(&format!("{file} invoice {n} (201)"), &linked(invoices, got), want);
             let stored = h.app.get(&format!("/v1/invoices/{}", got["id"].as_str().unwrap())).await;
             assert_eq!(stored.status, 200, "{file}");
-            assert_fields(&format!("{file} invoice {n} (read back)"), &stored.json(), want);
+            assert_fields(
+                &format!("{file} invoice {n} (read back)"),
+                &linked(invoices, &stored.json()),
+                want,
+            );
             mark_filled("", &stored.json(), &mut filled);
         }
         let stored = h.app.get(&format!("/v1/interchanges/{}", body["id"].as_str().unwrap())).await;
@@ -175,8 +190,9 @@ async fn a_partner_holding_mismatches_gets_them_booked_when_an_operator_releases
     assert_eq!(booked["warnings"], want["warnings"], "booked with its mismatch warning");
     let wanted = want["invoices"].as_array().unwrap();
     assert_eq!(booked["invoices"].as_array().map(Vec::len), Some(wanted.len()));
-    for (n, (got, want)) in booked["invoices"].as_array().unwrap().iter().zip(wanted).enumerate() {
-        assert_fields(&format!("{file} invoice {n} (released)"), got, want);
+    let invoices = booked["invoices"].as_array().unwrap();
+    for (n, (got, want)) in invoices.iter().zip(wanted).enumerate() {
+        assert_fields(&format!("{file} invoice {n} (released)"), &linked(invoices, got), want);
     }
     assert_eq!(
         post("invoic-every-party-tax-and-charge.edi").await.status,
@@ -474,7 +490,154 @@ async fn another_kind_another_seller_or_another_year_books(backend: Backend) {
     }
 }
 
+/// A partner's settings change after registration, over the admin API and on the command line,
+/// each change audited with what it was: a re-used number held by default is refused once the
+/// partner says `reject`, and booked once it says `book`. An unknown setting, an identity that is
+/// another partner's, an unknown partner and a numbering change after invoices were booked under
+/// the old one change nothing.
+async fn a_partners_settings_change_after_registration(backend: Backend) {
+    let (h, key) = acme_with(backend, json!({})).await;
+    let post = async |body: Vec<u8>| common::partners::post_with_key(&h, &key, body).await;
+    assert_eq!(post(fixture("x12/810-single.edi")).await.status, 201);
+    assert_eq!(post(repriced(700_030, "12.52", "801000")).await.status, 202, "held by default");
+
+    let patch = async |id: &str, body: Value| {
+        admin(&h, reqwest::Method::PATCH, &format!("/v1/admin/partners/{id}"), Some(body)).await
+    };
+    let changed =
+        patch("acme", json!({"on_duplicate_number": "reject", "receivers": ["x12:ZZ:BUYERCO"]})).await;
+    assert_eq!(changed.status, 200, "{}", changed.text);
+    assert_eq!(changed.json()["on_duplicate_number"], "reject");
+    assert_eq!(changed.json()["senders"], json!(["x12:ZZ:ACMESUPPLY"]), "unchanged");
+    post(repriced(700_031, "12.52", "801000")).await.assert_problem(422, "duplicate-invoice-number");
+
+    register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
+    for (id, body, status, problem) in [
+        ("acme", json!({"on_duplicate_numbers": "book"}), 400, "invalid-request"),
+        ("acme", json!({"senders": []}), 400, "invalid-request"),
+        ("acme", json!({"invoice_numbers": "per-year"}), 400, "invalid-request"),
+        ("acme", json!({"senders": ["x12:ZZ:ACMESUPPLY", "x12:ZZ:GLOBEX"]}), 409, "already-exists"),
+        ("nobody", json!({"name": "Nobody"}), 404, "not-found"),
+    ] {
+        patch(id, body.clone()).await.assert_problem(status, problem);
+    }
+    let acme = admin(&h, reqwest::Method::GET, "/v1/admin/partners/acme", None).await.json();
+    assert_eq!(
+        (&acme["senders"], &acme["invoice_numbers"], &acme["on_duplicate_number"]),
+        (&json!(["x12:ZZ:ACMESUPPLY"]), &json!("unique"), &json!("reject")),
+        "the refused changes changed nothing"
+    );
+
+    let cli = common::process::command(
+        &h.db.url,
+        &["partner", "update", "acme", "--on-duplicate-number", "book", "--receiver"],
+    )
+    .output()
+    .expect("edi-inbox partner update");
+    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    let printed: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!((&printed["on_duplicate_number"], &printed["receivers"]), (&json!("book"), &json!([])));
+    // The server reads its partner directory again within --partner-cache-ttl (5 s).
+    let mut booked = None;
+    for control in 700_040..700_100 {
+        let answer = post(repriced(control, "12.52", "801000")).await;
+        if answer.status == 201 {
+            booked = Some(answer);
+            break;
+        }
+        answer.assert_problem(422, "duplicate-invoice-number");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(booked.is_some(), "the command line's change reached the server");
+
+    let sql = "SELECT actor || ' | ' || state_before || ' | ' || state_after FROM operator_actions \
+        WHERE action = 'partner.update' ORDER BY at";
+    let audited = common::texts(&h.db.url, sql).await;
+    assert_eq!(audited.len(), 2, "{audited:?}");
+    assert!(audited[0].starts_with("admin-api |"), "{audited:?}");
+    assert!(
+        audited[0].ends_with(
+            r#"| receivers=[] on_duplicate_number="quarantine" | receivers=["x12:ZZ:BUYERCO"] on_duplicate_number="reject""#
+        ),
+        "{audited:?}"
+    );
+    assert!(
+        audited[1].ends_with(
+            r#"| receivers=["x12:ZZ:BUYERCO"] on_duplicate_number="reject" | receivers=[] on_duplicate_number="book""#
+        ),
+        "{audited:?}"
+    );
+    h.finish().await;
+}
+
+/// A credit note, debit note or corrected invoice naming an earlier invoice (X12 REF*OI or REF*IV,
+/// EDIFACT RFF+OI) is booked with the number it names and, when that invoice was booked, its id: in
+/// the answer, the invoice resource and the accounting message. One naming an invoice never booked
+/// keeps the number only, and an invoice's own REF*IV names no original.
+async fn credit_notes_and_corrections_are_linked_to_the_invoice_they_name(backend: Backend) {
+    let senders = json!({"senders": ["x12:ZZ:ACMESUPPLY", "edifact:14:4000001000005"]});
+    let (h, key) = acme_with(backend, senders).await;
+    let post = async |body: Vec<u8>| common::partners::post_with_key(&h, &key, body).await;
+    let booked = async |body: Vec<u8>| {
+        let answer = post(body).await;
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        answer.json()["invoices"][0].clone()
+    };
+    let original = booked(fixture("x12/810-single.edi")).await;
+    let x12 = |control: u32, big: &str, reference: &str| {
+        resent_with(control, |text| {
+            text.replace("BIG*20260317*INV-1042*20260301*PO-CB-1042~", &format!("{big}~{reference}~"))
+                .replace("SE*18*0001", "SE*19*0001")
+        })
+    };
+    let credit = booked(x12(700_050, "BIG*20260320*CN-7*20260301*PO-CB-1042***CR", "REF*OI*INV-1042")).await;
+    assert_eq!(
+        (&credit["kind"], &credit["original_invoice"], &credit["original_invoice_id"]),
+        (&json!("credit_note"), &json!("INV-1042"), &original["id"]),
+        "{credit}"
+    );
+    assert_eq!(credit["sources"]["original_invoice"], 5, "the REF after BIG");
+    let corrected =
+        booked(x12(700_051, "BIG*20260321*INV-1042*20260301*PO-CB-1042***CO", "REF*IV*INV-0999")).await;
+    assert_eq!(
+        (&corrected["kind"], &corrected["original_invoice"]),
+        (&json!("corrected_invoice"), &json!("INV-0999"))
+    );
+    assert!(corrected.get("original_invoice_id").is_none(), "INV-0999 was never booked: {corrected}");
+    let invoice = booked(x12(700_052, "BIG*20260322*INV-2000*20260301*PO-CB-1042", "REF*IV*INV-2000")).await;
+    assert_eq!(invoice["original_invoice"], Value::Null, "an invoice's REF*IV is its own number");
+
+    let path = format!("/v1/invoices/{}", credit["id"].as_str().unwrap());
+    let read = admin(&h, reqwest::Method::GET, &path, None).await.json();
+    assert_eq!(
+        (&read["original_invoice"], &read["original_invoice_id"]),
+        (&json!("INV-1042"), &original["id"])
+    );
+    let sql = "SELECT o.payload FROM outbox o JOIN invoices i ON i.id = o.invoice_id WHERE i.number = 'CN-7'";
+    let message: Value = serde_json::from_str(&common::texts(&h.db.url, sql).await[0]).unwrap();
+    assert_eq!(
+        (&message["original_invoice"], &message["original_invoice_id"]),
+        (&json!("INV-1042"), &original["id"])
+    );
+
+    let edifact = String::from_utf8(fixture("edifact/invoic-d96a.edi")).unwrap();
+    let edifact_original = booked(edifact.clone().into_bytes()).await;
+    let edifact_credit = edifact
+        .replace("BGM+380+RE-2026-0042+9'", "BGM+381+GS-2026-0007+9'")
+        .replace("RFF+ON:PO-RE-2026-0042'", "RFF+ON:PO-RE-2026-0042'\nRFF+OI:RE-2026-0042'")
+        .replace("UNT+24+M1'", "UNT+25+M1'");
+    let edifact_credit = booked(common::reenveloped(edifact_credit.as_bytes(), "1043")).await;
+    assert_eq!(
+        (&edifact_credit["original_invoice"], &edifact_credit["original_invoice_id"]),
+        (&json!("RE-2026-0042"), &edifact_original["id"]),
+        "{edifact_credit}"
+    );
+    h.finish().await;
+}
+
 both_backends!(
+    credit_notes_and_corrections_are_linked_to_the_invoice_they_name,
+    a_partners_settings_change_after_registration,
     a_reused_number_with_other_content_is_held_and_each_decision_books_as_it_says,
     a_partner_refusing_or_booking_reused_numbers_gets_what_it_chose,
     another_kind_another_seller_or_another_year_books,

@@ -8,7 +8,7 @@ use super::ConsumeConfig;
 use crate::inbox::outbox::AccountingStatus;
 use crate::inbox::quarantine::{QuarantineStatus, ReleaseAs};
 use crate::operators::{OperatorName, Role};
-use crate::partners::NewPartner;
+use crate::partners::{NewPartner, PartnerChanges};
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -77,6 +77,13 @@ pub enum PartnerCommand {
     List,
     /// Show one partner as JSON.
     Show { id: String },
+    /// Change a partner's settings (any of `add`'s but the id; a list option replaces the list,
+    /// given without a value it clears it); prints the partner as changed. Audited.
+    Update {
+        id: String,
+        #[command(flatten)]
+        changes: Box<PartnerChanges>,
+    },
     /// Refuse the partner's requests (403) until activated again.
     Suspend { id: String },
     /// Accept the partner's requests again.

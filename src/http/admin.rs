@@ -14,7 +14,7 @@ use super::extract::parse_id;
 use super::problem::{ApiError, Problem};
 use crate::operate::Actor;
 use crate::operate::partners as admin;
-use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus};
+use crate::partners::{CredentialKind, IssuedSecret, NewPartner, Partner, PartnerChanges, PartnerStatus};
 
 fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(value)| value).map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
@@ -74,6 +74,31 @@ pub async fn get_partner(
     Path(id): Path<String>,
 ) -> Result<Json<Partner>, ApiError> {
     Ok(Json(ctx.store.partner(&id).await?.ok_or(ApiError::NotFound)?))
+}
+
+/// Change a partner's settings.
+///
+/// Any setting of a registration but the id; those absent stay as they are, a list given replaces
+/// the list. Checked as a registration is (400 `invalid-request` naming the field, also for an
+/// unknown field, and for a change of `invoice_numbers` once the partner has booked invoices); 409
+/// `already-exists` when an identity belongs to another partner. Audited as `partner.update` with
+/// each changed setting before and after.
+#[utoipa::path(patch, path = "/v1/admin/partners/{id}", tag = "admin", security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Partner id")),
+    request_body = PartnerChanges,
+    responses(
+        (status = 200, description = "The partner as changed", body = Partner),
+        (status = 400, description = "`invalid-request`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`unauthorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`already-exists`: an identity is another partner's", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn update_partner(
+    State(ctx): State<ApiContext>,
+    Path(id): Path<String>,
+    body: Result<Json<PartnerChanges>, JsonRejection>,
+) -> Result<Json<Partner>, ApiError> {
+    Ok(Json(admin::update(&ctx.store, &id, json(body)?, &Actor::AdminApi).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -148,7 +173,7 @@ pub async fn revoke_credential(
 pub(super) fn routes() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
         .routes(routes!(list_partners, create_partner))
-        .routes(routes!(get_partner))
+        .routes(routes!(get_partner, update_partner))
         .routes(routes!(set_status))
         .routes(routes!(issue_credential))
         .routes(routes!(revoke_credential))

@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Source;
+use crate::edi::invoice::DocumentKind;
 use crate::edi::{EdiError, ErrorKind, Invoice, Warning};
 use crate::partners::{DuplicateNumberPolicy, InvoiceNumbers};
 
@@ -28,6 +29,37 @@ pub struct BusinessKey(String);
 
 impl BusinessKey {
     pub fn of(sender: &Source, invoice: &Invoice, numbers: InvoiceNumbers) -> BusinessKey {
+        let year = match numbers {
+            InvoiceNumbers::Unique => None,
+            InvoiceNumbers::PerYear => Some(invoice.issue_date.year()),
+        };
+        BusinessKey::compose(sender, invoice, invoice.kind, &invoice.number, year)
+    }
+
+    /// The keys the invoice that a credit note, debit note or correction names
+    /// ([`Invoice::original_invoice`]) is booked under when it was: the same sender and seller,
+    /// kind invoice, the number stated; for numbers restarting every year, of the document's year
+    /// or the year before (in that order). None when it names none.
+    pub fn originals(sender: &Source, invoice: &Invoice, numbers: InvoiceNumbers) -> Vec<BusinessKey> {
+        let Some(number) = invoice.original_invoice.as_deref() else { return Vec::new() };
+        let key = |year| BusinessKey::compose(sender, invoice, DocumentKind::Invoice, number, year);
+        match numbers {
+            InvoiceNumbers::Unique => vec![key(None)],
+            InvoiceNumbers::PerYear => {
+                let year = invoice.issue_date.year();
+                vec![key(Some(year)), key(Some(year - 1))]
+            }
+        }
+    }
+
+    /// The key of a document of `kind` numbered `number` from `invoice`'s seller.
+    fn compose(
+        sender: &Source,
+        invoice: &Invoice,
+        kind: DocumentKind,
+        number: &str,
+        year: Option<i32>,
+    ) -> BusinessKey {
         fn part(key: &mut String, value: &str) {
             if !key.is_empty() {
                 key.push(' ');
@@ -45,15 +77,15 @@ impl BusinessKey {
             }
         }
         let seller = invoice.seller.as_ref().filter(|seller| seller.id.is_some());
-        let mut key = String::with_capacity(sender.as_str().len() + invoice.number.len() + 48);
+        let mut key = String::with_capacity(sender.as_str().len() + number.len() + 48);
         part(&mut key, sender.as_str());
         part(&mut key, seller.and_then(|s| s.qualifier.as_deref()).unwrap_or_default());
         part(&mut key, seller.and_then(|s| s.id.as_deref()).unwrap_or_default());
-        part(&mut key, invoice.kind.as_str());
-        part(&mut key, invoice.number.trim());
-        match numbers {
-            InvoiceNumbers::Unique => part(&mut key, "*"),
-            InvoiceNumbers::PerYear => part(&mut key, &invoice.issue_date.year().to_string()),
+        part(&mut key, kind.as_str());
+        part(&mut key, number.trim());
+        match year {
+            None => part(&mut key, "*"),
+            Some(year) => part(&mut key, &year.to_string()),
         }
         BusinessKey(key)
     }
@@ -86,6 +118,8 @@ pub struct Mark {
     pub duplicate_of: Option<DuplicateOf>,
     /// The earlier invoice this one replaces (an operator's decision).
     pub replaces: Option<Uuid>,
+    /// The booked invoice this credit note, debit note or correction names, when it was known.
+    pub original_invoice_id: Option<Uuid>,
 }
 
 /// A document's key and how it is booked under it.
@@ -93,6 +127,8 @@ pub struct Mark {
 pub struct Booking {
     pub key: BusinessKey,
     pub mark: Mark,
+    /// Where the invoice it names as its original would be booked ([`BusinessKey::originals`]).
+    pub originals: Vec<BusinessKey>,
 }
 
 impl Booking {
@@ -227,12 +263,7 @@ impl Checker<'_> {
         let invoice = checked.invoice;
         let key = BusinessKey::of(&self.sender, invoice, self.ledger.numbers);
         let before = self.ledger.earlier.get(&key).map_or(&[][..], Vec::as_slice);
-        let hashed = {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::hash::DefaultHasher::new();
-            key.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hashed = hashed(&key);
         let within = self.booked.get(&hashed).map_or(&[][..], Vec::as_slice);
         let digest = invoice.content_digest();
         let same = before
@@ -297,6 +328,8 @@ impl Checker<'_> {
         } else {
             None
         };
+        let originals = BusinessKey::originals(&self.sender, invoice, self.ledger.numbers);
+        mark.original_invoice_id = originals.iter().find_map(|original| self.booked_under(original));
         if mark.duplicate_of.is_none() {
             let found = Found {
                 invoice_id: checked.invoice_id,
@@ -312,6 +345,21 @@ impl Checker<'_> {
             message,
             mismatch: false,
         });
-        Ok((Booking { key, mark }, warning))
+        Ok((Booking { key, mark, originals }, warning))
     }
+
+    /// The latest revision booked under `key`, before this delivery or earlier in it.
+    fn booked_under(&self, key: &BusinessKey) -> Option<Uuid> {
+        let before = self.ledger.earlier.get(key).into_iter().flatten().map(Found::of);
+        let within = self.booked.get(&hashed(key)).into_iter().flatten().map(|(found, _)| *found);
+        before.chain(within).max_by_key(|found| found.revision).map(|found| found.invoice_id)
+    }
+}
+
+/// A key's 64-bit hash, as [`Checker`] remembers it.
+fn hashed(key: &BusinessKey) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
 }

@@ -187,6 +187,7 @@ impl Walked {
                     document.invoice.as_ref().zip(invoice_id).map(|(invoice, invoice_id)| Booking {
                         key: BusinessKey::of(&self.sender, invoice, self.numbers),
                         mark: self.marks.get(&invoice_id).cloned().unwrap_or_default(),
+                        originals: BusinessKey::originals(&self.sender, invoice, self.numbers),
                     });
                 Cow::Owned(StoredDocument { id, invoice_id, document, booking })
             })

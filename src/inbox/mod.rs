@@ -218,18 +218,31 @@ impl Delivery {
         self.documents.take(false)
     }
 
-    /// The business keys of its invoices, each once.
+    /// The business keys its invoices are checked against, each once: their own, and those of the
+    /// invoices its credit notes, debit notes and corrections name.
     pub fn business_keys(&self) -> Vec<BusinessKey> {
         let mut keys = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for stored in self.documents().flatten() {
-            if let Some(booking) = &stored.booking
-                && seen.insert(booking.key.clone())
-            {
-                keys.push(booking.key.clone());
+            let Some(booking) = &stored.booking else { continue };
+            for key in std::iter::once(&booking.key).chain(&booking.originals) {
+                if seen.insert(key.clone()) {
+                    keys.push(key.clone());
+                }
             }
         }
         keys
+    }
+
+    /// Whether one of its documents names an original invoice that is not known yet (booked
+    /// before this delivery was prepared, or earlier in it).
+    pub fn names_unknown_originals(&self) -> bool {
+        self.documents().flatten().any(|stored| {
+            stored
+                .booking
+                .as_ref()
+                .is_some_and(|b| !b.originals.is_empty() && b.mark.original_invoice_id.is_none())
+        })
     }
 
     /// A small delivery's documents, held since it was parsed (none for a large one: see
@@ -452,6 +465,7 @@ fn invoice_resource(interchange_id: Uuid, stored: &StoredDocument) -> Option<Inv
         invoice: stored.document.invoice.clone()?,
         duplicate_of: mark.and_then(|mark| mark.duplicate_of.clone()),
         replaces: mark.and_then(|mark| mark.replaces),
+        original_invoice_id: mark.and_then(|mark| mark.original_invoice_id),
         accounting: None,
     })
 }

@@ -55,6 +55,10 @@ pub struct InvoiceResource {
     /// The earlier invoice of the same number this one replaces (an operator's decision).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<Uuid>,
+    /// The booked invoice its `original_invoice` names (a credit note's, debit note's or
+    /// correction's), when it was booked from the same sender and seller before this arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_invoice_id: Option<Uuid>,
     /// Where the invoice stands with the accounting API (invoice endpoints only, when an accounting
     /// API was configured as it was recorded; never part of an interchange response, which stays
     /// the same bytes on every replay).

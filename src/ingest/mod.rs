@@ -355,7 +355,8 @@ impl Ingest {
     /// invoices booked already (its unique index refused the booking, nothing was written), what
     /// was booked under its keys is read, the delivery is prepared again against it (duplicates
     /// marked, a re-used number refused or booked as `recording` decides) and recorded: the common
-    /// path never reads before it writes.
+    /// path never reads before it writes. A delivery naming original invoices (its credit notes,
+    /// debit notes or corrections) reads where those are booked first, to link them.
     async fn record(
         &self,
         delivery: Delivery,
@@ -365,35 +366,16 @@ impl Ingest {
         /// Rounds of a delivery whose invoices' keys keep being taken by concurrent bookings.
         const MAX_ROUNDS: usize = 4;
         let mut delivery = Arc::new(delivery);
+        // A credit note or correction is linked to the invoice it names, when that was booked.
+        if delivery.names_unknown_originals() {
+            delivery = self.checked_again(&delivery, recording, reservation).await?;
+        }
         for _ in 0..MAX_ROUNDS {
             let held = policies::holds_rejection(recording.partner.map(|p| &**p), &delivery);
             let first = self.first_attempt(&delivery, recording.facts, held);
             match self.store.record(&delivery, &first).await {
                 Err(StoreError::InvoiceNumberTaken) => {
-                    let earlier = self.store.booked_invoices(&delivery.business_keys()).await?;
-                    let known = Known { earlier, differing: recording.differing };
-                    let inbound = Inbound {
-                        body: delivery.payload().clone(),
-                        content_type: delivery.content_type().map(str::to_owned),
-                        partner: PartnerOf::Caller(recording.partner.cloned()),
-                    };
-                    let prepared =
-                        prepare::prepare(self, inbound, reservation, delivery.received_at(), known).await?;
-                    let prepare::Prepared::Delivery(mut again, _) = prepared else {
-                        return Err(Error::Internal);
-                    };
-                    if again.status() == Status::Rejected && recording.releases {
-                        return Err(Error::WrongState(format!(
-                            "its invoice number was booked before with other content: {}; say what it is \
-                             booked as (a new invoice, or the replacement of the earlier one)",
-                            problem_detail(again.response())
-                        )));
-                    }
-                    if recording.distinguished {
-                        again.distinguish_by_content();
-                    }
-                    self.afford(reservation, &again)?;
-                    delivery = Arc::new(*again);
+                    delivery = self.checked_again(&delivery, recording, reservation).await?;
                 }
                 recorded => return Ok((delivery, recorded?)),
             }
@@ -401,6 +383,38 @@ impl Ingest {
         Err(Error::Store(StoreError::Unavailable(sqlx::Error::Protocol(
             "its invoices' business keys kept being taken while it was recorded".into(),
         ))))
+    }
+
+    /// `delivery` prepared again against what is booked now under its business keys.
+    async fn checked_again(
+        &self,
+        delivery: &Delivery,
+        recording: &Recording<'_>,
+        reservation: &mut Reservation,
+    ) -> Result<Arc<Delivery>, Error> {
+        let earlier = self.store.booked_invoices(&delivery.business_keys()).await?;
+        let known = Known { earlier, differing: recording.differing };
+        let inbound = Inbound {
+            body: delivery.payload().clone(),
+            content_type: delivery.content_type().map(str::to_owned),
+            partner: PartnerOf::Caller(recording.partner.cloned()),
+        };
+        let prepared = prepare::prepare(self, inbound, reservation, delivery.received_at(), known).await?;
+        let prepare::Prepared::Delivery(mut again, _) = prepared else {
+            return Err(Error::Internal);
+        };
+        if again.status() == Status::Rejected && recording.releases {
+            return Err(Error::WrongState(format!(
+                "its invoice number was booked before with other content: {}; say what it is \
+                 booked as (a new invoice, or the replacement of the earlier one)",
+                problem_detail(again.response())
+            )));
+        }
+        if recording.distinguished {
+            again.distinguish_by_content();
+        }
+        self.afford(reservation, &again)?;
+        Ok(Arc::new(*again))
     }
 
     /// The audit row a first delivery writes with itself (`held`: a rejection is held, not answered).

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{Actor, Error, recorded};
 use crate::partners::{
-    CredentialKind, IssuedSecret, NewPartner, Partner, PartnerStatus, api_key_hash, new_api_key,
-    new_webhook_secret,
+    CredentialKind, IssuedSecret, NewPartner, Partner, PartnerChanges, PartnerStatus, api_key_hash,
+    changed_settings, new_api_key, new_webhook_secret,
 };
 use crate::store::Store;
 
@@ -38,6 +38,41 @@ pub async fn register(
     ];
     recorded(store, actor, "partner.register", &partner.id, (None, partner.status.as_str())).await;
     Ok((partner, issued))
+}
+
+/// Changes a partner's settings (checked as a registration is) and audits what changed. Its
+/// numbering (`invoice_numbers`) is fixed once it has booked an invoice: the keys its invoices were
+/// booked under would no longer catch their resends.
+pub async fn update(
+    store: &Store,
+    partner_id: &str,
+    changes: PartnerChanges,
+    actor: &Actor,
+) -> Result<Partner, Error> {
+    let before = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
+    let settings = changes.applied_to(&before);
+    settings.validate().map_err(Error::Invalid)?;
+    if settings.invoice_numbers != before.invoice_numbers
+        && store.has_booked_invoices(&before.senders).await?
+    {
+        return Err(Error::Invalid(format!(
+            "partner {partner_id:?} has booked invoices under {} numbering: their business keys hold it, \
+             and a resend of one would be booked again under another",
+            before.invoice_numbers.as_str()
+        )));
+    }
+    if !store.update_partner(&settings).await? {
+        return Err(Error::Exists(format!(
+            "an identity of partner {partner_id:?} (sender, AS2 name, Pub/Sub account or SNS topic) \
+             belongs to another partner"
+        )));
+    }
+    let after = store.partner(partner_id).await?.ok_or_else(|| no_partner(partner_id))?;
+    let (was, now) = changed_settings(&before, &after);
+    if !now.is_empty() {
+        recorded(store, actor, "partner.update", &partner_id, (Some(&was), &now)).await;
+    }
+    Ok(after)
 }
 
 /// Issues an additional credential of `kind`; the existing ones stay valid until revoked.

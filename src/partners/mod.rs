@@ -2,6 +2,7 @@
 //! Standard Webhooks signatures. Key generation, hashing and signature checks are pure; `admin`
 //! runs the registry operations over the store.
 
+mod changes;
 pub mod directory;
 mod id;
 pub mod oidc;
@@ -100,6 +101,7 @@ text_enum! {
 }
 
 pub use crate::as2::As2Security;
+pub use changes::{PartnerChanges, changed_settings};
 pub use id::PartnerId;
 
 use base64::Engine;

@@ -161,7 +161,8 @@ impl Store {
             i.kind, CAST(i.taxes AS TEXT) AS taxes, CAST(i.payment_terms AS TEXT) AS payment_terms, \
             CAST(i.stated_totals AS TEXT) AS stated_totals, i.invoicee_name, i.invoicee_qualifier, i.invoicee_id, \
             i.payee_name, i.payee_qualifier, i.payee_id, i.ship_to_name, i.ship_to_qualifier, i.ship_to_id, \
-            CAST(i.sources AS TEXT) AS sources, i.duplicate_of, i.replaces, \
+            CAST(i.sources AS TEXT) AS sources, i.duplicate_of, i.replaces, i.original_invoice, \
+            i.original_invoice_id, \
             e.inbox_id AS duplicate_interchange_id, ex.received_at AS duplicate_received_at, \
             l.line_number, CAST(l.quantity AS TEXT) AS quantity, l.unit, CAST(l.unit_price AS TEXT) AS unit_price, \
             l.product_id, l.description, CAST(l.amount AS TEXT) AS amount, l.price_kind, \
@@ -257,6 +258,8 @@ pub(super) struct StoredInvoice {
     pub(super) sources: String,
     pub(super) duplicate_of: Option<Uuid>,
     pub(super) replaces: Option<Uuid>,
+    pub(super) original_invoice: Option<String>,
+    pub(super) original_invoice_id: Option<Uuid>,
     /// The interchange of the invoice it duplicates, and when that was received.
     pub(super) duplicate_interchange_id: Option<Uuid>,
     pub(super) duplicate_received_at: Option<DateTime<Utc>>,
@@ -296,6 +299,7 @@ impl StoredInvoice {
                     received_at,
                 }),
             replaces: self.replaces,
+            original_invoice_id: self.original_invoice_id,
             accounting: None,
             invoice: std::sync::Arc::new(Invoice {
                 kind: self.kind,
@@ -303,6 +307,7 @@ impl StoredInvoice {
                 issue_date: NaiveDate::from_str(&self.issue_date)
                     .map_err(|e| StoreError::Corrupt(format!("issue_date: {e}")))?,
                 purchase_order: self.purchase_order,
+                original_invoice: self.original_invoice,
                 currency: self.currency.map(Cow::Owned),
                 total: decimal(&self.total)?,
                 tax_total: self.tax_total.as_deref().map(decimal).transpose()?,
@@ -458,6 +463,8 @@ pub(super) fn invoice_row(inbox_id: Uuid, stored: &StoredDocument) -> Option<Inv
         revision: booking.mark.revision,
         duplicate_of: booking.mark.duplicate_of.as_ref().map(|earlier| earlier.invoice_id),
         replaces: booking.mark.replaces,
+        original_invoice: invoice.original_invoice.as_deref(),
+        original_invoice_id: booking.mark.original_invoice_id,
     })
 }
 

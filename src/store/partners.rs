@@ -17,6 +17,39 @@ use crate::partners::{
     MismatchPolicy, NewPartner, Partner, PartnerId, PartnerStatus, ResponseForm, Validation,
 };
 
+/// Inserts a partner's identities in `tx`: false when one (a receiver excepted) belongs to another.
+macro_rules! insert_identities {
+    ($tx:ident, $partner:expr) => {{
+        let partner = $partner;
+        let identities = partner
+            .senders
+            .iter()
+            .map(|i| ("sender", i))
+            .chain(partner.receivers.iter().map(|i| ("receiver", i)))
+            .chain(partner.as2_ids.iter().map(|i| ("as2", i)))
+            .chain(partner.pubsub_accounts.iter().map(|i| ("pubsub", i)))
+            .chain(partner.sns_topics.iter().map(|i| ("sns", i)));
+        let mut free = true;
+        for (role, identity) in identities {
+            let added = sqlx::query(
+                "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(partner.id.as_str())
+            .bind(role)
+            .bind(identity)
+            .execute(&mut *$tx)
+            .await?
+            .rows_affected();
+            if added == 0 && role != "receiver" {
+                free = false;
+                break;
+            }
+        }
+        free
+    }};
+}
+
 /// One delivery attempt of an interchange's key, as audited.
 #[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct DeliveryAttempt {
@@ -159,24 +192,8 @@ impl Store {
             .bind(partner.on_duplicate_number.as_str())
             .bind(partner.invoice_numbers.as_str())
             .execute(&mut *tx).await?.rows_affected();
-            if inserted == 0 {
+            if inserted == 0 || !insert_identities!(tx, partner) {
                 return Ok(false);
-            }
-            let identities = partner.senders.iter().map(|i| ("sender", i))
-                .chain(partner.receivers.iter().map(|i| ("receiver", i)))
-                .chain(partner.as2_ids.iter().map(|i| ("as2", i)))
-                .chain(partner.pubsub_accounts.iter().map(|i| ("pubsub", i)))
-                .chain(partner.sns_topics.iter().map(|i| ("sns", i)));
-            for (role, identity) in identities {
-                let added = sqlx::query(
-                    "INSERT INTO partner_identities (partner_id, role, identity) VALUES ($1, $2, $3)
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(partner.id.as_str()).bind(role).bind(identity)
-                .execute(&mut *tx).await?.rows_affected();
-                if added == 0 && role != "receiver" {
-                    return Ok(false);
-                }
             }
             for (kind, (id, value)) in [(CredentialKind::ApiKey, api_key), (CredentialKind::WebhookSecret, webhook_secret)] {
                 let (hash, secret) = credential_columns(kind, value);
@@ -188,6 +205,52 @@ impl Store {
             self.shared.directory.set(None);
             Ok(true)
         })
+    }
+
+    /// Stores a registered partner's settings and identities (`settings`, checked, replaces them
+    /// all) in one transaction. Returns false when one of its identities belongs to another partner.
+    pub async fn update_partner(&self, settings: &NewPartner) -> Result<bool, StoreError> {
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "UPDATE partners SET name = $2, max_body_bytes = $3, requests_per_minute = $4, validation = $5,
+                    conflict_policy = $6, bypass_documents = $7, response = $8, as2_security = $9,
+                    as2_certificates = $10, as2_mdn_urls = $11, on_mismatch = $12, on_duplicate_number = $13,
+                    invoice_numbers = $14
+                 WHERE id = $1",
+            )
+            .bind(settings.id.as_str()).bind(&settings.name).bind(settings.max_body_bytes)
+            .bind(settings.requests_per_minute).bind(settings.validation.as_str())
+            .bind(settings.conflict_policy.as_str()).bind(json_list(&settings.bypass_documents))
+            .bind(settings.response.as_str()).bind(settings.as2_security.as_str())
+            .bind(json_list(&settings.as2_certificates)).bind(json_list(&settings.as2_mdn_urls))
+            .bind(settings.on_mismatch.as_str()).bind(settings.on_duplicate_number.as_str())
+            .bind(settings.invoice_numbers.as_str())
+            .execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM partner_identities WHERE partner_id = $1")
+                .bind(settings.id.as_str()).execute(&mut *tx).await?;
+            if !insert_identities!(tx, settings) {
+                return Ok(false);
+            }
+            tx.commit().await?;
+            self.shared.directory.set(None);
+            Ok(true)
+        })
+    }
+
+    /// Whether an interchange from one of `senders` booked an invoice (what its business keys
+    /// were made under then holds).
+    pub async fn has_booked_invoices(&self, senders: &[String]) -> Result<bool, StoreError> {
+        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM inbox i JOIN invoices v ON v.inbox_id = i.id
+            WHERE i.source = $1)";
+        for sender in senders {
+            let booked: bool =
+                on_pool!(self, pool => sqlx::query_scalar(SQL).bind(sender).fetch_one(pool).await?);
+            if booked {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Every partner, complete, in three statements whatever their number.

@@ -256,6 +256,8 @@ table! {
         revision: i32 = "int4",
         duplicate_of: Option<Uuid> = "uuid",
         replaces: Option<Uuid> = "uuid",
+        original_invoice: Option<&'a str> = "text",
+        original_invoice_id: Option<Uuid> = "uuid",
     }
 }
 

@@ -146,6 +146,8 @@ pub async fn run(
         let message = match message {
             Ok(message) => {
                 let message = Taken::from(&message);
+                tracing::debug!(topic = %message.partition.0, partition = message.partition.1,
+                    offset = message.offset, "Kafka message taken");
                 taken
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -241,6 +243,8 @@ impl Settler {
         let partition = &message.partition;
         let committable =
             self.marks.lock().unwrap_or_else(PoisonError::into_inner).settle(partition, message.offset);
+        tracing::debug!(topic = %partition.0, partition = partition.1, offset = message.offset,
+            committable = ?committable, "Kafka message settled");
         if let Some(next) = committable {
             let mut offsets = TopicPartitionList::new();
             let stored = offsets

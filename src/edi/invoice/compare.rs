@@ -60,6 +60,12 @@ impl Invoice {
             text(self.purchase_order.as_ref()),
         );
         value(
+            "original_invoice",
+            self.original_invoice == earlier.original_invoice,
+            text(earlier.original_invoice.as_ref()),
+            text(self.original_invoice.as_ref()),
+        );
+        value(
             "currency",
             self.currency == earlier.currency,
             text(earlier.currency.as_ref()),
@@ -142,6 +148,7 @@ impl Invoice {
         let mut h = std::hash::DefaultHasher::new();
         (self.kind.as_str(), self.number.trim(), self.issue_date, &self.purchase_order, &self.currency)
             .hash(&mut h);
+        self.original_invoice.hash(&mut h);
         (self.total, self.tax_total).hash(&mut h);
         for p in [&self.seller, &self.buyer, &self.invoicee, &self.payee, &self.ship_to] {
             party(&mut h, p);

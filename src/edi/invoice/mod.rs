@@ -46,6 +46,11 @@ pub struct Invoice {
     pub issue_date: NaiveDate,
     /// BIG04 / RFF+ON.
     pub purchase_order: Option<String>,
+    /// The earlier invoice a credit note, debit note or corrected invoice names, as stated: X12
+    /// REF*OI (original invoice number), else REF*IV / EDIFACT RFF+OI (previous invoice number),
+    /// else RFF+IV, in the header. None on an invoice (whose REF*IV restates its own number).
+    #[schema(example = json!(null))]
+    pub original_invoice: Option<String>,
     /// ISO 4217 code: CUR02 / CUX (or the currency of an MOA); null when the document names none.
     #[schema(value_type = Option<String>, example = "USD")]
     pub currency: Option<Code>,

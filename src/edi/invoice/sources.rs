@@ -18,6 +18,8 @@ pub struct InvoiceSources {
     pub issue_date: Option<usize>,
     /// BIG (BIG04) / RFF+ON (1154).
     pub purchase_order: Option<usize>,
+    /// REF (REF02) / RFF+OI or RFF+IV (1154).
+    pub original_invoice: Option<usize>,
     /// CUR (CUR02) / CUX (6345), or the first MOA naming a currency (6345).
     pub currency: Option<usize>,
     /// TDS (TDS01) / the summary MOA whose qualifier gave the total (5004).

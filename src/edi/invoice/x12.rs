@@ -45,6 +45,8 @@ fn is_tax_code(code: &[u8]) -> bool {
 
 /// The longest invoice or order number an 810 states (BIG02 and BIG04, elements 76 and 324: AN 1/22).
 const MAX_REFERENCE: usize = 22;
+/// The longest REF02 reference identification read (element 127: AN 1/50 in 5010).
+const MAX_REF: usize = 50;
 
 /// BIG07 (code list 640).
 fn kind_of(code: &[u8]) -> DocumentKind {
@@ -81,6 +83,7 @@ pub(in crate::edi) fn from_810(
     let mut total_position = None;
     let (mut payment_terms, mut stated_totals) = (Vec::new(), Vec::new());
     let mut sources = InvoiceSources::default();
+    let (mut original_invoice, mut original_is_oi) = (None, false);
     for segment in &set[1..set.len() - 1] {
         let s = &Fields::new(segment);
         // Within an IT1 loop until the TDS: a SAC or TXI there is the line's.
@@ -96,6 +99,17 @@ pub(in crate::edi) fn from_810(
                 let big = Some(s.position);
                 (sources.number, sources.issue_date) = (big, big);
                 sources.purchase_order = big.filter(|_| purchase_order.is_some());
+            }
+            // The original invoice of a credit note or correction: REF*OI, else the first REF*IV.
+            b"REF" if lines.is_empty() && matches!(s.element(1), b"OI" | b"IV") => {
+                let preferred = s.element(1) == b"OI";
+                if original_invoice.is_none() || (preferred && !original_is_oi) {
+                    let stated = r.bounded(s, r.element(s, 2)?, 2, MAX_REF)?;
+                    if stated.is_some() {
+                        (original_invoice, original_is_oi) = (stated, preferred);
+                        sources.original_invoice = Some(s.position);
+                    }
+                }
             }
             b"CUR" => {
                 currency = r.code_at(s, 2)?;
@@ -213,12 +227,16 @@ pub(in crate::edi) fn from_810(
     let taxes = if header_taxes.is_empty() { merged(line_taxes) } else { header_taxes };
     let ([seller, buyer, invoicee, payee, ship_to], found_at) = parties.book();
     [sources.seller, sources.buyer, sources.invoicee, sources.payee, sources.ship_to] = found_at;
+    if kind == DocumentKind::Invoice {
+        (original_invoice, sources.original_invoice) = (None, None);
+    }
     let no_big = || missing(st, "the 810 has no BIG segment (invoice number and date)");
     let invoice = Invoice {
         kind,
         number: number.ok_or_else(no_big)?,
         issue_date: issue_date.ok_or_else(no_big)?,
         purchase_order,
+        original_invoice,
         currency,
         total: total.ok_or_else(|| missing(st, "the 810 has no TDS segment (total invoice amount)"))?,
         tax_total: tax_sum(&taxes),

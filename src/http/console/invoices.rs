@@ -51,6 +51,14 @@ pub async fn detail(
         @if let Some(replaced) = resource.replaces {
             p #replaces { "Replaces " a.mono href={ "/console/invoices/" (replaced) } { (replaced) } "." }
         }
+        @if let Some(number) = &invoice.original_invoice {
+            p #original-invoice {
+                "Names invoice " span.mono { (number) } " as its original"
+                @if let Some(original) = resource.original_invoice_id {
+                    ": booked as " a.mono href={ "/console/invoices/" (original) } { (original) } "."
+                } @else { " (not booked from this seller when it arrived)." }
+            }
+        }
         @if !copies.is_empty() {
             h2 { "Also arrived in" }
             ul #copies { @for (copy, interchange, received_at) in &copies {

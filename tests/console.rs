@@ -189,13 +189,20 @@ async fn sign_in_gives_a_strict_session_and_every_page_strict_headers(backend: B
 async fn a_cross_site_post_changes_nothing(backend: Backend) {
     let h = Harness::with_server(backend, secured()).await;
     let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"], "conflict_policy": "quarantine"})).await;
-    assert_eq!(post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await.status, 201);
+    let original = post_with_key(&h, &acme.api_key, fixture("x12/810-single.edi")).await;
+    assert_eq!(original.status, 201);
     let held = post_with_key(&h, &acme.api_key, fixture("x12/810-single-conflict.edi")).await;
     assert_eq!(held.status, 202);
     let id = held.json()["id"].as_str().unwrap().to_owned();
     let mut browser = Browser::new(&h);
     browser.sign_in(ADMIN).await;
     let (_, _, page) = browser.get(&format!("/console/quarantine/{id}")).await;
+    // Its invoice re-uses INV-1042: shown field by field against the one booked, linked.
+    let booked = original.json()["invoices"][0]["id"].as_str().unwrap().to_owned();
+    assert!(page.contains(&format!(r#"href="/console/invoices/{booked}""#)), "{page}");
+    for shown in ["<th>total</th><td>8000.00</td><td>8008.75</td>", "<th>lines</th>"] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
     // The held payload is there to download, as it arrived, beside the stored one.
     assert!(page.contains(&format!(r#"href="/console/quarantine/{id}/payload""#)), "{page}");
     let (status, headers, downloaded) = browser.get(&format!("/console/quarantine/{id}/payload")).await;
@@ -679,7 +686,37 @@ async fn the_overview_counts_what_arrived_per_partner_and_outcome(backend: Backe
     h.finish().await;
 }
 
+/// The interchanges holding a duplicate invoice (one booked before, kept and not booked again)
+/// are one filter away.
+async fn the_interchanges_holding_duplicates_are_one_filter_away(backend: Backend) {
+    let h = Harness::with_server(backend, secured()).await;
+    let acme = register(&h, json!({"id": "acme", "name": "ACME", "senders": ["x12:ZZ:ACMESUPPLY"]})).await;
+    let mut ids = Vec::new();
+    for body in [fixture("x12/810-single.edi"), common::resent(700_001), common::numbered(700_002)] {
+        let answer = post_with_key(&h, &acme.api_key, body).await;
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        ids.push(answer.json()["id"].as_str().unwrap().to_owned());
+    }
+    let mut browser = Browser::new(&h);
+    browser.sign_in(ADMIN).await;
+    let link = |id: &str| format!(r#"href="/console/interchanges/{id}""#);
+    let (status, _, all) = browser.get("/console/interchanges").await;
+    assert_eq!(status, 200, "{all}");
+    assert!(ids.iter().all(|id| all.contains(&link(id))), "{all}");
+    let (status, _, holding) = browser.get("/console/interchanges?holding=duplicates").await;
+    assert_eq!(status, 200, "{holding}");
+    assert!(holding.contains(&link(&ids[1])), "the resend holds the duplicate: {holding}");
+    assert!(!holding.contains(&link(&ids[0])) && !holding.contains(&link(&ids[2])), "{holding}");
+    assert!(holding.contains(r#"<option value="duplicates" selected>"#), "{holding}");
+    assert_eq!(browser.get("/console/interchanges?holding=everything").await.0, 400);
+    let listed = admin(&h, reqwest::Method::GET, "/v1/interchanges?holding_duplicates=true", None).await;
+    let items: Vec<_> = listed.json()["items"].as_array().unwrap().iter().map(|i| i["id"].clone()).collect();
+    assert_eq!(items, [json!(ids[1])], "the API's filter: {}", listed.text);
+    h.finish().await;
+}
+
 both_backends!(
+    the_interchanges_holding_duplicates_are_one_filter_away,
     the_overview_counts_what_arrived_per_partner_and_outcome,
     an_invoice_page_shows_each_booked_value_with_its_segment,
     a_plain_http_console_says_why_instead_of_looping,

@@ -146,6 +146,9 @@ pub struct InterchangeQuery {
     #[param(min_length = 1)]
     control_number: Option<String>,
     status: Option<Status>,
+    /// `true`: only interchanges holding a duplicate invoice (one booked before, kept and not
+    /// booked again).
+    holding_duplicates: Option<bool>,
     /// Page size, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
@@ -158,8 +161,8 @@ pub struct InterchangeQuery {
 
 /// List interchanges, newest (or oldest) first.
 ///
-/// Search (`q`) and filter by partner, sender, control number, standard, status and arrival time;
-/// page with `cursor`. Each shows its partner, its first invoice and how often its key was
+/// Search (`q`) and filter by partner, sender, control number, standard, status, arrival time and
+/// duplicates held; page with `cursor`. Each shows its partner, its first invoice and how often its key was
 /// delivered.
 #[utoipa::path(
     get,
@@ -184,6 +187,7 @@ pub async fn list_interchanges(
         sender: non_empty("sender", query.sender)?,
         control_number: non_empty("control_number", query.control_number)?,
         status: query.status,
+        holding_duplicates: query.holding_duplicates.unwrap_or(false),
         order: query.order.unwrap_or_default(),
         cursor: query.cursor,
         limit: page_limit(query.limit)?,

@@ -6,10 +6,64 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{Actor, Error, recorded};
-use crate::inbox::Differing;
-use crate::inbox::quarantine::{QuarantineStatus, Quarantined, ReleaseAs};
+use crate::edi::invoice::Difference;
+use crate::edi::{Limits, parse};
+use crate::inbox::quarantine::{QuarantineReason, QuarantineStatus, Quarantined, ReleaseAs};
+use crate::inbox::{BusinessKey, Differing, Earlier, Source};
 use crate::ingest::Ingest;
-use crate::store::Store;
+use crate::partners::Validation;
+use crate::store::{HeldPayload, Store};
+
+/// Invoices of a held delivery compared at most, the first in it: a page an operator reads.
+const COMPARED: usize = 100;
+
+/// An invoice of a held delivery beside the latest invoice booked before under its number.
+pub struct Compared {
+    pub number: String,
+    pub earlier: Earlier,
+    /// Field by field, as [`crate::edi::Invoice::differences`] names them.
+    pub differences: Vec<Difference>,
+}
+
+/// How each invoice of a delivery held for a re-used number (reason `duplicate-number`, or a
+/// `conflict` whose invoices re-use theirs) differs from the latest booked under its number, read now: its first [`COMPARED`] invoices, under its
+/// partner's current settings. None for another reason, a payload that no longer reads, or once
+/// the earlier invoices are gone.
+pub async fn compared(store: &Store, held: &HeldPayload) -> Result<Vec<Compared>, Error> {
+    if !matches!(held.entry.reason, QuarantineReason::DuplicateNumber | QuarantineReason::Conflict) {
+        return Ok(Vec::new());
+    }
+    let Some(partner) = store.partner(held.entry.partner_id.as_str()).await? else { return Ok(Vec::new()) };
+    let mut scratch = Vec::new();
+    let Ok(interchange) = parse(&held.payload, &mut scratch, Limits::default()) else {
+        return Ok(Vec::new());
+    };
+    let interchange = match partner.validation {
+        Validation::Lenient => interchange.lenient(),
+        Validation::Strict => interchange,
+    };
+    let sender = Source::of(&interchange.envelope);
+    let Ok(documents) = interchange.walk() else { return Ok(Vec::new()) };
+    let invoices: Vec<_> = documents
+        .filter_map(|document| document.ok()?.invoice)
+        .take(COMPARED)
+        .map(|invoice| (BusinessKey::of(&sender, &invoice, partner.invoice_numbers), invoice))
+        .collect();
+    let keys: Vec<BusinessKey> = invoices.iter().map(|(key, _)| key.clone()).collect();
+    let booked = store.booked_invoices(&keys).await?;
+    Ok(invoices
+        .into_iter()
+        .filter_map(|(key, invoice)| {
+            let earlier = booked.get(&key)?.iter().max_by_key(|earlier| earlier.revision)?.clone();
+            let differences = invoice.differences(&earlier.invoice);
+            (!differences.is_empty()).then(|| Compared {
+                number: invoice.number.clone(),
+                earlier,
+                differences,
+            })
+        })
+        .collect())
+}
 
 /// Releases a held delivery: parsed again under its partner's current settings and recorded; an
 /// invoice number booked before with other content is booked `as` the operator decides (without a

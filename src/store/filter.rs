@@ -53,10 +53,10 @@ impl From<DateTime<Utc>> for Value<'_> {
 }
 
 /// One condition: the SQL before its value, the value, then the SQL after it (closing a
-/// sub-select).
+/// sub-select); a condition without a value is its SQL alone.
 struct Condition<'a> {
     before: &'static str,
-    value: Value<'a>,
+    value: Option<Value<'a>>,
     after: &'static str,
 }
 
@@ -80,7 +80,15 @@ impl<'a> Conditions<'a> {
         after: &'static str,
     ) -> Self {
         if let Some(value) = value {
-            self.given.push(Condition { before, value: value.into(), after });
+            self.given.push(Condition { before, value: Some(value.into()), after });
+        }
+        self
+    }
+
+    /// `condition`, a constant without a value, when `wanted`.
+    pub fn and_if(mut self, condition: &'static str, wanted: bool) -> Self {
+        if wanted {
+            self.given.push(Condition { before: condition, value: None, after: "" });
         }
         self
     }
@@ -122,7 +130,9 @@ impl<'a> Conditions<'a> {
         for (n, condition) in self.given.iter().enumerate() {
             query.push(if n == 0 { first } else { " AND " });
             query.push(condition.before);
-            condition.value.push_to(query);
+            if let Some(value) = &condition.value {
+                value.push_to(query);
+            }
             query.push(condition.after);
         }
     }

@@ -28,6 +28,8 @@ pub struct InterchangeFilter {
     pub received_from: Option<DateTime<Utc>>,
     /// Received before.
     pub received_before: Option<DateTime<Utc>>,
+    /// Only interchanges holding a duplicate: an invoice booked before, kept and not booked again.
+    pub holding_duplicates: bool,
     /// Which way the list runs; `cursor` is the last id of the page before, that way.
     pub order: Order,
     pub cursor: Option<Uuid>,
@@ -89,6 +91,10 @@ impl Store {
             .and("inbox.standard = ", filter.standard.map(Standard::as_str))
             .and("inbox.received_at >= ", filter.received_from)
             .and("inbox.received_at < ", filter.received_before)
+            .and_if(
+                "inbox.id IN (SELECT inbox_id FROM invoices WHERE duplicate_of IS NOT NULL)",
+                filter.holding_duplicates,
+            )
     }
 }
 

@@ -196,6 +196,9 @@ def main(binary):
                 page.locator("#quarantine tbody tr", has_text="conflict").locator("a").click()
                 expect(page.locator("#diff .removed").first).to_be_visible()
                 expect(page.locator("#diff .added").first).to_be_visible()
+                # Its invoice against the one booked under INV-1042, field by field.
+                expect(page.locator("table.compared")).to_contain_text("8000.00")
+                expect(page.locator("table.compared")).to_contain_text("8008.75")
                 page.screenshot(path=str(SHOTS / "console-quarantine.png"), full_page=True)
                 # It re-uses INV-1042 with another quantity: booked as a new invoice.
                 page.click("#decide >> text=Book as a new invoice")

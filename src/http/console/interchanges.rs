@@ -44,6 +44,9 @@ pub struct Shown {
     /// Received at or before this moment (UTC; a day alone is all of it, a minute all of it).
     #[serde(default, deserialize_with = "optional")]
     to: Option<Moment>,
+    /// Only the interchanges holding a duplicate invoice.
+    #[serde(default, deserialize_with = "optional")]
+    holding: Option<Holding>,
     /// Newest first (the default) or oldest first.
     #[serde(default, deserialize_with = "optional")]
     order: Option<Order>,
@@ -53,6 +56,14 @@ pub struct Shown {
     /// The page before this interchange (read the other way, then turned round).
     #[serde(default, deserialize_with = "optional")]
     before: Option<Uuid>,
+}
+
+/// What the listed interchanges must hold besides what the other filters ask.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Holding {
+    /// An invoice booked before (a duplicate: kept, not booked again).
+    Duplicates,
 }
 
 /// Where a link goes in the list.
@@ -75,6 +86,9 @@ impl Shown {
         pairs.append_pair("control_number", &text(&self.control_number));
         pairs.append_pair("from", &self.from.map(|m| m.text()).unwrap_or_default());
         pairs.append_pair("to", &self.to.map(|m| m.text()).unwrap_or_default());
+        if self.holding == Some(Holding::Duplicates) {
+            pairs.append_pair("holding", "duplicates");
+        }
         pairs.append_pair("order", self.order.unwrap_or_default().as_str());
         match place {
             Place::First => {}
@@ -153,6 +167,7 @@ pub async fn list(
         control_number: filters.control_number.clone(),
         received_from: filters.from.map(Moment::start),
         received_before: filters.to.and_then(Moment::end),
+        holding_duplicates: filters.holding == Some(Holding::Duplicates),
         order: if filters.before.is_some() { order.reversed() } else { order },
         cursor: filters.before.or(filters.cursor),
         // Back from a page: one more, to tell whether there is more before it.
@@ -220,6 +235,10 @@ pub async fn list(
             label { "Control number" input name="control_number" value=[filters.control_number.as_deref()]; }
             label { "Received from" input type="datetime-local" name="from" value=[filters.from.map(Moment::text)]; }
             label { "to" input type="datetime-local" name="to" value=[filters.to.map(Moment::text)]; }
+            label { "Invoices" select name="holding" {
+                option value="" { "any" }
+                option value="duplicates" selected[filters.holding == Some(Holding::Duplicates)] { "holding a duplicate" }
+            } }
             label { "Order" select name="order" {
                 @for (choice, label) in [(Order::Newest, "newest first"), (Order::Oldest, "oldest first")] {
                     option value=(choice.as_str()) selected[order == choice] { (label) }

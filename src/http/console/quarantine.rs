@@ -1,6 +1,7 @@
-//! `/console/quarantine`: the deliveries held for an operator, each with its problem and a
-//! segment-by-segment comparison against the interchange it conflicts with (or the rejected one),
-//! and the Release and Discard buttons — the admin API's own use cases.
+//! `/console/quarantine`: the deliveries held for an operator, each with its problem, a re-used
+//! invoice number's invoices field by field against those booked before, a segment-by-segment
+//! comparison against the interchange it conflicts with (or the rejected one), and the Release and
+//! Discard buttons — the admin API's own use cases.
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -120,6 +121,7 @@ pub async fn detail(
     let held = ctx.store.held(id).await?.ok_or(ApiError::NotFound)?;
     let entry = &held.entry;
     let original = ctx.store.payload(entry.interchange_id).await?;
+    let compared = quarantine::compared(&ctx.store, &held).await?;
     let content = html! {
         h1 { "Held delivery " span.mono { (entry.message_id) } }
         table {
@@ -154,10 +156,42 @@ pub async fn detail(
             " · "
             a href={ "/console/interchanges/" (entry.interchange_id) "/payload" } download { "Download the stored one" }
         }
+        @if !compared.is_empty() {
+            h2 { "Against the invoices booked before" }
+            @for invoice in &compared {
+                (booked_before(invoice))
+            }
+        }
         h2 { "Against the stored interchange" }
         (comparison(original.as_ref().map(|(payload, _)| payload.as_slice()), &held.payload))
     };
     Ok(page("Held delivery", Tab::Quarantine, &session, &notice, content))
+}
+
+/// One invoice of a held delivery against the one booked before under its number, field by field.
+fn booked_before(compared: &quarantine::Compared) -> Markup {
+    let earlier = &compared.earlier;
+    html! {
+        p.compared {
+            "Invoice " span.mono { (compared.number) } " was booked as "
+            a.mono href={ "/console/invoices/" (earlier.invoice_id) } { (earlier.invoice_id) }
+            " (revision " (earlier.revision) ", received " (when(earlier.received_at)) ")."
+        }
+        table.compared {
+            thead { tr { th { "Field" } th { "Booked" } th { "Held" } } }
+            tbody {
+                @for difference in &compared.differences {
+                    tr {
+                        th { (difference.field) }
+                        @match &difference.values {
+                            Some((booked, held)) => { td { (booked) } td { (held) } }
+                            None => td colspan="2" { "differs (compare the payloads below)" },
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A held delivery's payload, as it arrived.

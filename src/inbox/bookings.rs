@@ -206,7 +206,7 @@ impl Ledger {
 
     /// A checker for one delivery's documents, in order.
     pub fn checker(&self, sender: Source) -> Checker<'_> {
-        Checker { ledger: self, sender, booked: HashMap::new() }
+        Checker { ledger: self, sender, booked: HashMap::default() }
     }
 }
 
@@ -218,7 +218,7 @@ impl Ledger {
 pub struct Checker<'a> {
     ledger: &'a Ledger,
     sender: Source,
-    booked: HashMap<u64, Vec<(Found, u64)>>,
+    booked: HashMap<u64, Vec<(Found, u64)>, foldhash::fast::RandomState>,
 }
 
 /// Where an invoice of the same key was booked: its ids, when, and its revision.
@@ -358,8 +358,5 @@ impl Checker<'_> {
 
 /// A key's 64-bit hash, as [`Checker`] remembers it.
 fn hashed(key: &BusinessKey) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    key.hash(&mut hasher);
-    hasher.finish()
+    std::hash::BuildHasher::hash_one(&foldhash::fast::FixedState::default(), key)
 }

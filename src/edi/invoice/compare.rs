@@ -131,7 +131,8 @@ impl Invoice {
 
 impl Invoice {
     /// A digest of what [`Invoice::differences`] compares: two invoices that book the same have the
-    /// same digest (amounts hash as numbers). Cheap enough to take of every invoice of a 20,000-
+    /// same digest (amounts hash as numbers), with foldhash's fixed seed (not SipHash: a fifth of
+    /// the cost, and no attacker gains from a collision of two of its own invoices but booking one). Cheap enough to take of every invoice of a 20,000-
     /// invoice interchange, to tell a repeat within one interchange from a re-used number without
     /// holding the invoices.
     pub fn content_digest(&self) -> u64 {
@@ -145,7 +146,7 @@ impl Invoice {
                 (c.kind == super::AllowanceOrCharge::Allowance, &c.code, c.amount, c.percentage).hash(h);
             }
         }
-        let mut h = std::hash::DefaultHasher::new();
+        let mut h = std::hash::BuildHasher::build_hasher(&foldhash::fast::FixedState::default());
         (self.kind.as_str(), self.number.trim(), self.issue_date, &self.purchase_order, &self.currency)
             .hash(&mut h);
         self.original_invoice.hash(&mut h);

@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,7 @@ class Member:
         self.log, self.process = log, None
 
     def start(self):
-        env = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox::consumer=info")
+        env = dict(os.environ, EDI_INBOX_LOG_FORMAT="json", RUST_LOG="warn,edi_inbox::consumer=info,edi_inbox::consumer::kafka=debug")
         self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self.log, env=env)
 
     def kill(self):
@@ -75,6 +76,24 @@ def dead_letters(topic):
     letters = sum(1 for _ in consumer)
     consumer.close()
     return letters
+
+
+def trace_missing(database, placed, log_path):
+    """Prints, for the first interchanges missing from the inbox, where they were produced and what
+    the consumers logged of those offsets (taken, settled: the members log them at debug)."""
+    out = subprocess.run(["psql", "-X", "-q", "-At", database.url, "-c", "SELECT control_number FROM inbox"],
+                         check=True, capture_output=True)
+    present = {int(line) for line in out.stdout.decode().split()}
+    missing = sorted(set(placed) - present)
+    print(f"kafka-chaos: {len(missing)} interchanges missing, the first: {missing[:20]}", file=sys.stderr)
+    lines = pathlib.Path(log_path).read_text(errors="replace").splitlines()
+    for n in missing[:20]:
+        for partition, offset in placed[n]:
+            at = re.compile(f'"partition":{partition}[,}}].*"offset":{offset}[,}}]')
+            seen = [line for line in lines if at.search(line)]
+            print(f"  {n:09} at partition {partition} offset {offset}: {len(seen)} log lines", file=sys.stderr)
+            for line in seen[:6]:
+                print(f"    {line}", file=sys.stderr)
 
 
 def main(binary, count="10000"):
@@ -108,10 +127,11 @@ def main(binary, count="10000"):
         chaos.start()
         producer = KafkaProducer(bootstrap_servers=BROKER, acks="all", linger_ms=5)
         headers = [("content-type", b"application/edi-x12")]
+        sends = {}
         for sent, n in enumerate(order):
             # Each interchange its own invoice (the same invoice again would be a duplicate).
             body = SAMPLE.replace("000001142", f"{n:09}").replace("INV-1042", f"INV-{n}").encode()
-            producer.send(topic, body, key=str(n).encode(), headers=headers)
+            sends.setdefault(n, []).append(producer.send(topic, body, key=str(n).encode(), headers=headers))
             if sent % 100 == 99:
                 producer.flush()
                 time.sleep(max(0.0, started + (sent + 1) / RATE - time.monotonic()))
@@ -125,7 +145,11 @@ def main(binary, count="10000"):
         elapsed = time.monotonic() - started
         for member in members:
             member.kill()
+    # Where each interchange was written (partition, offset), to trace one that went missing.
+    placed = {n: [(f.value.partition, f.value.offset) for f in futures] for n, futures in sends.items()}
     interchanges = query(database, "SELECT COUNT(*) FROM inbox")
+    if interchanges != count:
+        trace_missing(database, placed, f"{work}/consumers.log")
     distinct = query(database, "SELECT COUNT(DISTINCT message_id) FROM inbox")
     invoices = query(database, "SELECT COUNT(*) FROM invoices")
     audited = query(database, "SELECT COUNT(*) FROM deliveries WHERE door = 'kafka'")

@@ -45,6 +45,9 @@ pub(super) struct Counts {
     pub warnings: usize,
     /// Invoices that arrived before (kept, not booked).
     pub duplicates: usize,
+    /// Credit notes, debit notes and corrections naming an original invoice not known when they
+    /// were checked.
+    pub unknown_originals: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +114,9 @@ impl Documents {
                     let (booking, warning) = checker.check(checked)?;
                     document.warnings.extend(warning);
                     counts.duplicates += usize::from(booking.mark.duplicate_of.is_some());
+                    counts.unknown_originals += usize::from(
+                        !booking.originals.is_empty() && booking.mark.original_invoice_id.is_none(),
+                    );
                     if booking.mark != Mark::default() {
                         marks.insert(invoice_id, booking.mark.clone());
                     }

@@ -234,15 +234,11 @@ impl Delivery {
         keys
     }
 
-    /// Whether one of its documents names an original invoice that is not known yet (booked
-    /// before this delivery was prepared, or earlier in it).
+    /// Whether one of its documents names an original invoice that was not known when it was
+    /// checked (booked before this delivery was prepared, or earlier in it): counted on the first
+    /// walk, so that asking never walks a large delivery again.
     pub fn names_unknown_originals(&self) -> bool {
-        self.documents().flatten().any(|stored| {
-            stored
-                .booking
-                .as_ref()
-                .is_some_and(|b| !b.originals.is_empty() && b.mark.original_invoice_id.is_none())
-        })
+        self.counts.unknown_originals > 0
     }
 
     /// A small delivery's documents, held since it was parsed (none for a large one: see

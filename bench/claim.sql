@@ -26,11 +26,12 @@ WITH claim AS (
 ), invoices_written AS (
     INSERT INTO invoices (id, inbox_id, document_id, number, issue_date, purchase_order, currency,
         total, tax_total, tax_rate, seller_name, seller_qualifier, seller_id, buyer_name,
-        buyer_qualifier, buyer_id, allowances_charges)
+        buyer_qualifier, buyer_id, allowances_charges, business_key)
     SELECT i.id, claim.id, i.document_id, i.number, i.issue_date::date, i.purchase_order, i.currency,
         i.total::numeric, i.tax_total::numeric, i.tax_rate::numeric, i.seller_name,
         i.seller_qualifier, i.seller_id, i.buyer_name, i.buyer_qualifier, i.buyer_id,
-        i.allowances_charges::jsonb
+        i.allowances_charges::jsonb,
+        concat_ws(' ', concat_ws(chr(58), 'x12', 'ZZ', 'ACMESUPPLY'), '92', 'ACME-001', 'invoice', 'INV-' || (:n)::text, '*')
     FROM claim, unnest(ARRAY[(lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'v'), 1, 20))::uuid], ARRAY[(lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || substr(md5((:n)::text || 'd'), 1, 20))::uuid], '{INV-1042}'::text[],
         '{2026-03-17}'::text[], '{PO-CB-1042}'::text[], '{USD}'::text[], '{8000.00}'::text[], '{NULL}'::text[],
         '{NULL}'::text[], '{"ACME SUPPLY CO"}'::text[], '{92}'::text[], '{ACME-001}'::text[],

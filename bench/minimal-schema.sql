@@ -1,5 +1,6 @@
 -- The least an inbox must keep for one delivery, for pgbench/minimal.sql: the claimed key with its
--- fingerprint, stored payload and response, and the booked invoice with its lines.
+-- fingerprint, stored payload and response, and the booked invoice with its lines, its business key
+-- unique (one invoice, booked once).
 CREATE TABLE inbox (
     id            uuid PRIMARY KEY,
     source        text NOT NULL,
@@ -16,7 +17,8 @@ CREATE TABLE invoices (
     number     text NOT NULL,
     issue_date date NOT NULL,
     currency   text NOT NULL,
-    total      numeric NOT NULL
+    total      numeric NOT NULL,
+    business_key text NOT NULL UNIQUE
 );
 CREATE TABLE invoice_lines (
     invoice_id  uuid NOT NULL REFERENCES invoices (id),

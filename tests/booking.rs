@@ -504,16 +504,19 @@ async fn a_partners_settings_change_after_registration(backend: Backend) {
     let patch = async |id: &str, body: Value| {
         admin(&h, reqwest::Method::PATCH, &format!("/v1/admin/partners/{id}"), Some(body)).await
     };
-    let changed =
-        patch("acme", json!({"on_duplicate_number": "reject", "receivers": ["x12:ZZ:BUYERCO"]})).await;
+    let settings = json!({"on_duplicate_number": "reject", "receivers": ["x12:ZZ:BUYERCO"], "requests_per_minute": 6000.0});
+    let changed = patch("acme", settings).await;
     assert_eq!(changed.status, 200, "{}", changed.text);
     assert_eq!(changed.json()["on_duplicate_number"], "reject");
+    assert_eq!(changed.json()["requests_per_minute"], 6000, "a whole number written as a float");
     assert_eq!(changed.json()["senders"], json!(["x12:ZZ:ACMESUPPLY"]), "unchanged");
     post(repriced(700_031, "12.52", "801000")).await.assert_problem(422, "duplicate-invoice-number");
 
     register(&h, json!({"id": "globex", "name": "Globex", "senders": ["x12:ZZ:GLOBEX"]})).await;
     for (id, body, status, problem) in [
         ("acme", json!({"on_duplicate_numbers": "book"}), 400, "invalid-request"),
+        ("acme", json!([null, null]), 400, "invalid-request"),
+        ("acme", json!({"requests_per_minute": 1.5}), 400, "invalid-request"),
         ("acme", json!({"senders": []}), 400, "invalid-request"),
         ("acme", json!({"invoice_numbers": "per-year"}), 400, "invalid-request"),
         ("acme", json!({"senders": ["x12:ZZ:ACMESUPPLY", "x12:ZZ:GLOBEX"]}), 409, "already-exists"),
@@ -557,7 +560,7 @@ async fn a_partners_settings_change_after_registration(backend: Backend) {
     assert!(audited[0].starts_with("admin-api |"), "{audited:?}");
     assert!(
         audited[0].ends_with(
-            r#"| receivers=[] on_duplicate_number="quarantine" | receivers=["x12:ZZ:BUYERCO"] on_duplicate_number="reject""#
+            r#"| receivers=[] requests_per_minute=null on_duplicate_number="quarantine" | receivers=["x12:ZZ:BUYERCO"] requests_per_minute=6000 on_duplicate_number="reject""#
         ),
         "{audited:?}"
     );

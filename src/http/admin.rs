@@ -96,9 +96,12 @@ pub async fn get_partner(
 pub async fn update_partner(
     State(ctx): State<ApiContext>,
     Path(id): Path<String>,
-    body: Result<Json<PartnerChanges>, JsonRejection>,
+    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
 ) -> Result<Json<Partner>, ApiError> {
-    Ok(Json(admin::update(&ctx.store, &id, json(body)?, &Actor::AdminApi).await?))
+    // Read from an object only: serde would take a JSON array as the fields in order.
+    let changes: PartnerChanges = serde_json::from_value(serde_json::Value::Object(json(body)?))
+        .map_err(|error| ApiError::BadRequest(format!("the partner's changes: {error}")))?;
+    Ok(Json(admin::update(&ctx.store, &id, changes, &Actor::AdminApi).await?))
 }
 
 #[derive(Deserialize, ToSchema)]

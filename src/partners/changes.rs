@@ -26,9 +26,11 @@ pub struct PartnerChanges {
     pub receivers: Option<Vec<String>>,
     /// Largest body it may post, in bytes.
     #[arg(long)]
+    #[serde(deserialize_with = "whole")]
     pub max_body_bytes: Option<i64>,
     /// Requests per minute it may make.
     #[arg(long)]
+    #[serde(deserialize_with = "whole")]
     pub requests_per_minute: Option<i32>,
     #[arg(long, value_enum)]
     pub validation: Option<Validation>,
@@ -58,6 +60,23 @@ pub struct PartnerChanges {
     pub sns_topics: Option<Vec<String>>,
     #[arg(long = "bypass-document", num_args = 0..=1)]
     pub bypass_documents: Option<Vec<String>>,
+}
+
+/// A whole number as JSON may write it (`113471`, or `113471.0`: both integers to JSON Schema);
+/// none when null. Refused when it has a fraction or does not fit `T`.
+pub(super) fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    /// Beyond this a float no longer holds every whole number exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else { return Ok(None) };
+    let float = || number.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT).map(|f| f as i64);
+    let whole = number.as_i64().or_else(float).and_then(|n| T::try_from(n).ok());
+    whole
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number in range")))
 }
 
 /// `target = change` for every change given.
@@ -172,6 +191,17 @@ mod tests {
         assert_eq!(settings.senders, ["x12:ZZ:ACME"]);
         assert_eq!(settings.as2_ids, ["ACME-AS2"]);
         assert_eq!(settings.validation, Validation::Strict);
+    }
+
+    #[test]
+    fn a_whole_number_may_be_written_as_a_float_but_not_a_fraction() {
+        let parsed = |json: &str| serde_json::from_str::<PartnerChanges>(json).map(|c| c.requests_per_minute);
+        assert_eq!(parsed(r#"{"requests_per_minute": 60}"#).unwrap(), Some(60));
+        assert_eq!(parsed(r#"{"requests_per_minute": 60.0}"#).unwrap(), Some(60));
+        assert_eq!(parsed(r#"{"requests_per_minute": null}"#).unwrap(), None);
+        for wrong in [r#"{"requests_per_minute": 60.5}"#, r#"{"requests_per_minute": 3000000000}"#] {
+            assert!(parsed(wrong).unwrap_err().to_string().contains("not a whole number"), "{wrong}");
+        }
     }
 
     #[test]

@@ -199,9 +199,11 @@ pub struct NewPartner {
     pub receivers: Vec<String>,
     /// Largest body it may post, in bytes (default: the server's body limit).
     #[arg(long)]
+    #[serde(default, deserialize_with = "changes::whole")]
     pub max_body_bytes: Option<i64>,
     /// Requests per minute it may make (default: the server's limit).
     #[arg(long)]
+    #[serde(default, deserialize_with = "changes::whole")]
     pub requests_per_minute: Option<i32>,
     /// `strict` (the default), or `lenient`: bytes outside the charset read as ISO-8859-1, repeated
     /// group and document control numbers accepted.

@@ -6,7 +6,7 @@
 
 use rust_decimal::Decimal;
 
-use super::reader::{Reader, code_of, line_amount, missing};
+use super::reader::{OriginalInvoice, Reader, code_of, line_amount, missing};
 use super::{
     AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, InvoiceSources, LineSources,
     Parties, Party, PaymentTerms, PriceKind, ProductId, Role, StatedTotal, Tax, merged, reconcile,
@@ -114,7 +114,7 @@ pub(in crate::edi) fn from_invoic(
     let unh = &message[0];
     let (mut kind, mut number, mut issue_date, mut invoice_date) = (DocumentKind::Invoice, None, None, None);
     let (mut purchase_order, mut currency) = (None, None);
-    let (mut original_invoice, mut original_is_oi) = (None, false);
+    let mut original = OriginalInvoice::default();
     let mut parties = Parties::default();
     // The summary's amounts outside any group (SG48), by qualifier, with their positions.
     let mut summary_amounts: Vec<(&[u8], Option<Decimal>, usize)> = Vec::new();
@@ -165,20 +165,13 @@ pub(in crate::edi) fn from_invoic(
                 purchase_order = r.bounded(s, r.component(s, 1, 2)?, 1, MAX_REFERENCE)?;
                 sources.purchase_order = Some(s.position).filter(|_| purchase_order.is_some());
             }
-            // The original invoice of a credit note or correction: RFF+OI, else the first RFF+IV.
             b"RFF"
                 if group == Group::None
                     && section == Section::Header
-                    && matches!(s.component(1, 1), b"OI" | b"IV") =>
+                    && original.wants(s.component(1, 1)) =>
             {
-                let preferred = s.component(1, 1) == b"OI";
-                if original_invoice.is_none() || (preferred && !original_is_oi) {
-                    let stated = r.bounded(s, r.component(s, 1, 2)?, 1, MAX_REFERENCE)?;
-                    if stated.is_some() {
-                        (original_invoice, original_is_oi) = (stated, preferred);
-                        sources.original_invoice = Some(s.position);
-                    }
-                }
+                let stated = r.bounded(s, r.component(s, 1, 2)?, 1, MAX_REFERENCE)?;
+                original.take(s.component(1, 1), stated, s.position);
             }
             b"CUX" if currency.is_none() => {
                 currency = r.code_in(s, 1, 2)?;
@@ -470,9 +463,8 @@ pub(in crate::edi) fn from_invoic(
     }
     let ([seller, buyer, invoicee, payee, ship_to], found_at) = parties.book();
     [sources.seller, sources.buyer, sources.invoicee, sources.payee, sources.ship_to] = found_at;
-    if kind == DocumentKind::Invoice {
-        (original_invoice, sources.original_invoice) = (None, None);
-    }
+    let (original_invoice, named_at) = original.of(kind);
+    sources.original_invoice = named_at;
     let invoice = Invoice {
         kind,
         number: number.ok_or_else(|| missing(unh, "the INVOIC has no BGM segment (document number)"))?,

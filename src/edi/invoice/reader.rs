@@ -302,3 +302,40 @@ pub(super) fn line_amount(
             .with_kind(ErrorKind::Invalid)
     })
 }
+
+/// The original invoice a document names, as its REF / RFF segments offer it: the one qualified
+/// `OI` (original, or previous, invoice number), else the first `IV` (invoice number). Only a
+/// credit note, debit note or corrected invoice names one ([`OriginalInvoice::of`]).
+#[derive(Default)]
+pub(super) struct OriginalInvoice {
+    number: Option<String>,
+    position: Option<usize>,
+    qualified_oi: bool,
+}
+
+impl OriginalInvoice {
+    /// Whether a reference qualified `qualifier` would be taken: read it only then.
+    pub fn wants(&self, qualifier: &[u8]) -> bool {
+        match qualifier {
+            b"OI" => !self.qualified_oi,
+            b"IV" => self.number.is_none(),
+            _ => false,
+        }
+    }
+
+    /// Takes a reference [`OriginalInvoice::wants`], stated (or empty) at `position`.
+    pub fn take(&mut self, qualifier: &[u8], number: Option<String>, position: usize) {
+        if number.is_some() {
+            (self.number, self.position, self.qualified_oi) = (number, Some(position), qualifier == b"OI");
+        }
+    }
+
+    /// The number named and where, for a document of `kind` (none for an invoice, whose `IV`
+    /// restates its own number).
+    pub fn of(self, kind: super::DocumentKind) -> (Option<String>, Option<usize>) {
+        match kind {
+            super::DocumentKind::Invoice => (None, None),
+            _ => (self.number, self.position),
+        }
+    }
+}

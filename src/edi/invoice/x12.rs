@@ -5,7 +5,7 @@
 
 use rust_decimal::Decimal;
 
-use super::reader::{Reader, line_amount, missing};
+use super::reader::{OriginalInvoice, Reader, line_amount, missing};
 use super::{
     AllowanceCharge, AllowanceOrCharge, DocumentKind, Invoice, InvoiceLine, InvoiceSources, LineSources,
     Parties, Party, PaymentTerms, ProductId, Role, StatedTotal, Tax, line_number, merged, reconcile,
@@ -83,7 +83,7 @@ pub(in crate::edi) fn from_810(
     let mut total_position = None;
     let (mut payment_terms, mut stated_totals) = (Vec::new(), Vec::new());
     let mut sources = InvoiceSources::default();
-    let (mut original_invoice, mut original_is_oi) = (None, false);
+    let mut original = OriginalInvoice::default();
     for segment in &set[1..set.len() - 1] {
         let s = &Fields::new(segment);
         // Within an IT1 loop until the TDS: a SAC or TXI there is the line's.
@@ -100,16 +100,8 @@ pub(in crate::edi) fn from_810(
                 (sources.number, sources.issue_date) = (big, big);
                 sources.purchase_order = big.filter(|_| purchase_order.is_some());
             }
-            // The original invoice of a credit note or correction: REF*OI, else the first REF*IV.
-            b"REF" if lines.is_empty() && matches!(s.element(1), b"OI" | b"IV") => {
-                let preferred = s.element(1) == b"OI";
-                if original_invoice.is_none() || (preferred && !original_is_oi) {
-                    let stated = r.bounded(s, r.element(s, 2)?, 2, MAX_REF)?;
-                    if stated.is_some() {
-                        (original_invoice, original_is_oi) = (stated, preferred);
-                        sources.original_invoice = Some(s.position);
-                    }
-                }
+            b"REF" if lines.is_empty() && original.wants(s.element(1)) => {
+                original.take(s.element(1), r.bounded(s, r.element(s, 2)?, 2, MAX_REF)?, s.position);
             }
             b"CUR" => {
                 currency = r.code_at(s, 2)?;
@@ -227,9 +219,8 @@ pub(in crate::edi) fn from_810(
     let taxes = if header_taxes.is_empty() { merged(line_taxes) } else { header_taxes };
     let ([seller, buyer, invoicee, payee, ship_to], found_at) = parties.book();
     [sources.seller, sources.buyer, sources.invoicee, sources.payee, sources.ship_to] = found_at;
-    if kind == DocumentKind::Invoice {
-        (original_invoice, sources.original_invoice) = (None, None);
-    }
+    let (original_invoice, named_at) = original.of(kind);
+    sources.original_invoice = named_at;
     let no_big = || missing(st, "the 810 has no BIG segment (invoice number and date)");
     let invoice = Invoice {
         kind,
